@@ -1,0 +1,1 @@
+"""nbgrader configuration and command line for grading the modulecraft course."""

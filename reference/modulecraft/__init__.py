@@ -1,0 +1,1 @@
+"""modulecraft: rebuild torch.nn.Module with numpy."""
