@@ -1,0 +1,66 @@
+"""The project's own promises: the two README commands, CI calling the test command, conda and pip agreeing."""
+import re
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# conda-forge names for the PyPI packages that are named differently there.
+CONDA_NAME = {"graphviz": "python-graphviz"}
+
+
+def _name(requirement: str) -> str:
+    return re.split(r"[<>=!~\[ ;]", requirement.strip(), maxsplit=1)[0].lower()
+
+
+def _conda_dependencies() -> tuple[set[str], list[str]]:
+    names, pip_lines, in_pip = set(), [], False
+    for line in (ROOT / "environment.yml").read_text().splitlines():
+        item = re.match(r"^(\s*)-\s+(\S.*?)\s*(#.*)?$", line)
+        if not item:
+            continue
+        indent, value = len(item.group(1)), item.group(2)
+        if value == "pip:":
+            in_pip = True
+        elif in_pip and indent > 2:
+            pip_lines.append(value)
+        else:
+            in_pip = False
+            names.add(_name(value))
+    return names, pip_lines
+
+
+def test_environment_yml_matches_pyproject():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    conda, pip_lines = _conda_dependencies()
+    for requirement in project["dependencies"]:
+        name = _name(requirement)
+        assert CONDA_NAME.get(name, name) in conda, f"{name} is in pyproject.toml but not in environment.yml"
+    assert "graphviz" in conda, "environment.yml must bring Graphviz's dot binary (conda-forge `graphviz`)"
+    assert any(line.startswith("-e .[test]") for line in pip_lines), "environment.yml must install the project itself"
+
+
+def test_torch_is_a_pinned_test_dependency_only():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert not any(_name(r) == "torch" for r in project["dependencies"])
+    assert "torch==2.13.0" in project["optional-dependencies"]["test"]
+
+
+def test_readme_names_exactly_two_commands_and_ci_runs_the_test_one():
+    readme = (ROOT / "README.md").read_text()
+    block = re.search(r"## The two commands\s+```bash\n(.*?)```", readme, re.S).group(1)
+    commands = [line.split("#")[0].strip() for line in block.splitlines() if line.strip()]
+    assert commands == ["make lab", "make test"]
+    assert "exec make test" in (ROOT / ".ci" / "run").read_text()
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(r"^lab:", makefile, re.M) and re.search(r"^test:", makefile, re.M)
+
+
+def test_the_package_never_imports_torch():
+    offenders = [
+        str(path.relative_to(ROOT))
+        for folder in ("reference", "autograder")
+        for path in (ROOT / folder).rglob("*.py")
+        if re.search(r"^\s*(import torch|from torch)", path.read_text(), re.M)
+    ]
+    assert offenders == []
