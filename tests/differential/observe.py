@@ -1,0 +1,143 @@
+"""Turning what a scenario saw into comparable plain data, and the `differential` test decorator.
+
+A scenario `def test_x(lib): ...` returns a trace: any nesting of lists, tuples, dicts and observed values. `observe`
+maps the trace of each library onto plain Python data after this documented normalisation, and the decorator asserts
+the two are equal:
+
+- tensors and arrays become ("Parameter" or "array", dtype name, shape, values rounded to 4 decimals);
+- dtypes become their numpy name (`torch.float32` and `numpy.float32` are both "float32"); in strings, torch's
+  `torch.float32` / `torch.FloatTensor` spellings are rewritten the same way (reprs of ParameterList/Dict);
+- modules become ("module", class name); classes become their name, with torch.Tensor / numpy.ndarray both "array";
+- a namedtuple keeps its type name and fields (`_IncompatibleKeys`), dicts keep their type and key order;
+- `raises(fn, *phrases)` records the exception type and which of the key phrases its message contains. On torch
+  every phrase must be present (otherwise the scenario is wrong, not the library), so a missing phrase in modulecraft
+  shows up as a difference.
+
+Anything else is refused, so no scenario compares something by accident (e.g. by `repr` of an object).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+import re
+import types
+from collections import OrderedDict
+
+import numpy as np
+
+from .backends import backend
+
+_TORCH_DTYPE_SPELLINGS = {
+    "torch.FloatTensor": "float32",
+    "torch.DoubleTensor": "float64",
+    "torch.HalfTensor": "float16",
+    "torch.LongTensor": "int64",
+}
+_TORCH_DTYPE_IN_TEXT = re.compile(r"torch\.(float16|float32|float64|int64|bool)\b|" +
+                                  "|".join(re.escape(k) for k in _TORCH_DTYPE_SPELLINGS))
+
+
+def normalise_text(text: str) -> str:
+    return _TORCH_DTYPE_IN_TEXT.sub(lambda m: m.group(1) or _TORCH_DTYPE_SPELLINGS[m.group(0)], text)
+
+
+class Raised:
+    """The outcome of a call expected to fail: exception type and which key phrases its message holds."""
+
+    def __init__(self, error: BaseException | None, phrases: tuple[str, ...]):
+        self.error = error
+        self.message = "" if error is None else (error.args[0] if error.args else "")
+        self.message = str(self.message)
+        self.phrases = phrases
+
+    def observed(self, oracle: bool):
+        if self.error is None:
+            return ("no exception", self.phrases)
+        missing = [p for p in self.phrases if p not in self.message]
+        assert not (oracle and missing), f"scenario bug: torch's message {self.message!r} lacks {missing}"
+        return (type(self.error).__name__, tuple(p for p in self.phrases if p not in missing))
+
+
+def raises(call, *phrases: str) -> Raised:
+    """Call `call()` and record how it fails (or that it did not)."""
+    try:
+        call()
+    except Exception as error:  # noqa: BLE001 - the type is part of what is compared
+        return Raised(error, phrases)
+    return Raised(None, phrases)
+
+
+def _dtype_name(dtype) -> str:
+    text = str(dtype)
+    return text[len("torch."):] if text.startswith("torch.") else np.dtype(dtype).name
+
+
+def _type_name(cls: type) -> str:
+    if cls is np.ndarray or (cls.__module__ == "torch" and cls.__name__ == "Tensor"):
+        return "array"
+    return cls.__name__
+
+
+def _observe_tensor(value, lib_nn):
+    kind = "Parameter" if isinstance(value, lib_nn.Parameter) else "array"
+    array = value.detach().numpy() if hasattr(value, "detach") else np.asarray(value)
+    values = np.round(array.astype(np.float64), 4).tolist() if array.dtype.kind in "fiub" else array.tolist()
+    return (kind, _dtype_name(value.dtype), tuple(array.shape), values)
+
+
+def observe(value, lib, oracle: bool):
+    """Plain, comparable data for `value` as seen through `lib` (see the module docstring)."""
+    def recurse(v):
+        return observe(v, lib, oracle)
+
+    if isinstance(value, Raised):
+        return value.observed(oracle)
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, str):
+        return normalise_text(value)
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return (type(value).__name__, {f: recurse(getattr(value, f)) for f in value._fields})
+    if isinstance(value, (list, tuple, types.GeneratorType)):
+        return [recurse(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return ("set", sorted(recurse(v) for v in value))
+    if isinstance(value, dict):
+        kind = "OrderedDict" if isinstance(value, OrderedDict) else "dict"
+        return (kind, [(recurse(k), recurse(v)) for k, v in value.items()])
+    if isinstance(value, lib.nn.Module):
+        return ("module", type(value).__name__)
+    if isinstance(value, type):
+        return _type_name(value)
+    if isinstance(value, (np.dtype, np.generic)) or type(value).__name__ == "dtype":
+        return _dtype_name(value)
+    if isinstance(value, lib.TensorBase):
+        if lib.is_lazy(value):
+            return ("uninitialized", type(value).__name__)
+        return _observe_tensor(value, lib.nn)
+    if isinstance(value, lib.RemovableHandle):
+        return "RemovableHandle"
+    raise TypeError(f"the trace holds a {type(value).__name__}; observe something explicit instead")
+
+
+def differential(scenario):
+    """Make `scenario(lib, ...) -> trace` a test that runs it on torch, then on modulecraft, and compares the traces.
+
+    Further parameters of the scenario stay pytest parameters (fixtures, parametrize). With the environment variable
+    DIFFERENTIAL_ORACLE_ONLY=1 only torch runs, to validate new scenarios before the implementation exists.
+    """
+    @functools.wraps(scenario)
+    def test(*args, **kwargs):
+        torch_lib = backend("torch")
+        expected = observe(scenario(torch_lib, *args, **kwargs), torch_lib, oracle=True)
+        if os.environ.get("DIFFERENTIAL_ORACLE_ONLY"):
+            return
+        ours = backend("modulecraft")
+        actual = observe(scenario(ours, *args, **kwargs), ours, oracle=False)
+        assert actual == expected
+
+    signature = inspect.signature(scenario)
+    test.__signature__ = signature.replace(parameters=list(signature.parameters.values())[1:])
+    return test
