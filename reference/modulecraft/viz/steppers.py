@@ -1,0 +1,422 @@
+"""Step through a mechanism of ``nn.Module`` one event at a time, with Next / Back / Reset.
+
+Three steppers share one shape. The steps are plain data computed from the module by duck typing (the same code
+walks a ``torch.nn`` model and a ``modulecraft.nn`` model): the DFS of ``named_modules``, the events of one
+``__call__``, and the fate of each ``state_dict`` entry on ``load_state_dict``. Each step lights up a module on the
+tree drawing. In JupyterLab a stepper shows as a widget with buttons; anywhere else (nbconvert, slides, ``print``,
+tests) it shows as the static sequence of its steps, so an exported notebook still tells the whole story.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from html import escape
+
+from . import introspect, style
+from .render import inline_svg
+from .timeline import trace_calls
+from .tree import draw_tree
+
+ROOT_LABEL = "(root)"
+
+
+def _label(qualname: str) -> str:
+    """How a qualified name reads in captions: the root's empty prefix gets a visible name."""
+    return repr(qualname) if qualname else f"'' {ROOT_LABEL}"
+
+
+def _first_names(module) -> dict[int, str]:
+    """The qualified name at which a pre-order DFS first meets each distinct module (the tree's node names)."""
+    names: dict[int, str] = {}
+
+    def visit(current, prefix):
+        if id(current) in names:
+            return
+        names[id(current)] = prefix
+        for name, child in introspect.children(current):
+            visit(child, introspect.join(prefix, name))
+
+    visit(module, "")
+    return names
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The DFS of named_modules
+# --------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DfsStep:
+    """``named_modules`` reaches ``module`` at ``prefix``: it either yields it or finds it in the memo already."""
+
+    prefix: str
+    module: object
+    node: str  # the tree node lit for this step (a shared module is drawn once, at its first name)
+    yielded: bool
+    memo: tuple[str, ...]  # node names of the modules in the memo after this step, in insertion order
+
+    def describe(self) -> str:
+        kind = type(self.module).__name__
+        if self.yielded:
+            return f"yield ({_label(self.prefix)}, {kind})"
+        return (f"skip {_label(self.prefix)}: this {kind} is already in the memo (met as {_label(self.node)}), "
+                "so neither it nor its children are yielded again")
+
+
+def step_named_modules(module, remove_duplicate: bool = True) -> list[DfsStep]:
+    """Every module ``module.named_modules(remove_duplicate=...)`` reaches, in its pre-order DFS order.
+
+    Like torch's generator: a module found in the memo is skipped with its whole subtree, ``None`` children are
+    passed over silently, and with ``remove_duplicate=False`` nothing enters the memo, so a shared module is
+    yielded once per path.
+    """
+    node_names = _first_names(module)
+    memo: dict[int, str] = {}
+    steps: list[DfsStep] = []
+
+    def visit(current, prefix):
+        node = node_names[id(current)]
+        if id(current) in memo:
+            steps.append(DfsStep(prefix, current, node, yielded=False, memo=tuple(memo.values())))
+            return
+        if remove_duplicate:
+            memo[id(current)] = node
+        steps.append(DfsStep(prefix, current, node, yielded=True, memo=tuple(memo.values())))
+        for name, child in introspect.children(current):
+            visit(child, introspect.join(prefix, name))
+
+    visit(module, "")
+    return steps
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The events of one __call__
+# --------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CallStep:
+    """One event of a ``__call__``: which module, and what runs (a hook, or its ``forward`` starting or ending)."""
+
+    module: str  # qualified name
+    kind: str  # as recorded by modulecraft.viz.trace_calls
+
+    def describe(self) -> str:
+        return f"{_label(self.module)}: {self.kind}"
+
+
+def step_call(module, *inputs, **kwargs) -> list[CallStep]:
+    """The events of ``module(*inputs, **kwargs)``, in the order they happen (the module is really called once)."""
+    return [CallStep(qualname, kind) for qualname, kind in trace_calls(module, *inputs, **kwargs).events]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The fate of each state_dict entry on load_state_dict
+# --------------------------------------------------------------------------------------------------------------
+
+LOADED, MISSING, UNEXPECTED, SIZE_MISMATCH, NOT_AN_ARRAY = (
+    "loaded", "missing", "unexpected", "size mismatch", "not an array")
+EXTRA_STATE = "_extra_state"
+
+
+@dataclass(frozen=True)
+class LoadStep:
+    """What ``load_state_dict`` does with one key, while handling the module at ``module``."""
+
+    key: str
+    module: str  # qualified name of the module whose _load_from_state_dict decides
+    node: str  # the tree node lit for this step (a shared module is drawn once, at its first name)
+    outcome: str  # LOADED, MISSING, UNEXPECTED, SIZE_MISMATCH or NOT_AN_ARRAY
+    reason: str
+
+    def describe(self) -> str:
+        return f"{self.key!r}: {self.outcome} — {self.reason}"
+
+
+def _shape(value) -> tuple[int, ...]:
+    return tuple(int(n) for n in value.shape)
+
+
+def _overrides_set_extra_state(module) -> bool:
+    """True when the module's class replaces ``Module.set_extra_state`` (then ``_extra_state`` is expected)."""
+    base = next((cls for cls in type(module).__mro__ if cls.__name__ == "Module"), None)
+    return getattr(type(module), "set_extra_state", None) is not getattr(base, "set_extra_state", None)
+
+
+def _local_state(module) -> dict[str, tuple[str, object]]:
+    """What this module itself loads: ``name -> (kind, array)``, parameters first, then persistent buffers."""
+    state = {name: ("parameter", p) for name, p in introspect.own_parameters(module)}
+    state.update({name: ("buffer", b) for name, b, persistent in introspect.own_buffers(module) if persistent})
+    return state
+
+
+def _entry_outcome(key: str, qualname: str, kind: str, target, value) -> tuple[str, str]:
+    """``(outcome, reason)`` for a checkpoint entry whose name matches this module's ``kind`` ``target``."""
+    if not hasattr(value, "shape"):
+        return NOT_AN_ARRAY, f"the checkpoint holds a {type(value).__name__}, not an array"
+    wanted = introspect.shape_of(target)
+    given = _shape(value)
+    if wanted == () and given == (1,):  # torch 0.3 checkpoints stored scalars as 1-element vectors
+        given = ()
+    if wanted is not None and given != wanted:
+        return SIZE_MISMATCH, f"the checkpoint's shape {given} differs from the {kind}'s shape {wanted} in the model"
+    return LOADED, f"copied into the {kind} {key.rsplit('.', 1)[-1]!r} of {_label(qualname)}"
+
+
+def _unexpected_reason(module, qualname: str, rest: list[str]) -> str:
+    if len(rest) > 1:
+        return f"{_label(qualname)} has no submodule named {rest[0]!r}"
+    name = rest[0]
+    if name in getattr(module, "_non_persistent_buffers_set", ()):
+        return f"{name!r} is a non-persistent buffer of {_label(qualname)}: not part of the state_dict"
+    if name in module._parameters or name in module._buffers:
+        return f"{name!r} is None on {_label(qualname)}, so nothing can receive it"
+    return f"{_label(qualname)} has no parameter or buffer named {name!r}"
+
+
+def _module_decisions(module, qualname: str, prefix: str, state_dict: dict) -> list[tuple[str, str, str]]:
+    """``(key, outcome, reason)`` as ``_load_from_state_dict`` decides them for one module, in its order."""
+    local = _local_state(module)
+    decisions = []
+    for name, (kind, target) in local.items():
+        key = prefix + name
+        if key in state_dict:
+            decisions.append((key, *_entry_outcome(key, qualname, kind, target, state_dict[key])))
+        else:
+            decisions.append((key, MISSING, f"the model's {kind} has no entry in the checkpoint"))
+    extra_key = prefix + EXTRA_STATE
+    if _overrides_set_extra_state(module):
+        if extra_key in state_dict:
+            decisions.append((extra_key, LOADED, f"passed to set_extra_state of {_label(qualname)}"))
+        else:
+            decisions.append((extra_key, MISSING, "the module defines set_extra_state"))
+    elif extra_key in state_dict:
+        decisions.append((extra_key, UNEXPECTED, "the module does not define set_extra_state"))
+    for key in state_dict:
+        if key.startswith(prefix) and key != extra_key:
+            rest = key[len(prefix):].split(".", 1)
+            if (rest[0] not in module._modules) if len(rest) > 1 else (rest[0] not in local):
+                decisions.append((key, UNEXPECTED, _unexpected_reason(module, qualname, rest)))
+    return decisions
+
+
+def step_load_state_dict(module, state_dict) -> list[LoadStep]:
+    """What ``module.load_state_dict(state_dict, strict=False)`` decides, key by key, without loading anything.
+
+    The order is torch's: the root first, then each child's subtree (every registration of a shared module is
+    visited, as ``load`` recurses through ``_modules``); within a module its parameters, then its persistent
+    buffers, then its extra state, then the checkpoint's keys it cannot place. Load pre-hooks and overridden
+    ``_load_from_state_dict`` methods (which may rename keys) are not run: this is the default mechanism.
+    """
+    node_names = _first_names(module)
+    steps: list[LoadStep] = []
+
+    def load(current, local_state_dict, prefix):
+        qualname = prefix[:-1]
+        for key, outcome, reason in _module_decisions(current, qualname, prefix, local_state_dict):
+            steps.append(LoadStep(key, qualname, node_names[id(current)], outcome, reason))
+        for name, child in introspect.children(current):
+            child_prefix = f"{prefix}{name}."
+            load(child, {k: v for k, v in local_state_dict.items() if k.startswith(child_prefix)}, child_prefix)
+
+    load(module, dict(state_dict), "")
+    return steps
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Steppers: the steps, drawn, behind Next / Back / Reset (or as a static sequence without a widget frontend)
+# --------------------------------------------------------------------------------------------------------------
+
+OUTCOME_COLOURS = {LOADED: style.COLOURS["loads"], MISSING: style.COLOURS["missing"],
+                   UNEXPECTED: style.COLOURS["unexpected"], SIZE_MISMATCH: style.COLOURS["mismatch"],
+                   NOT_AN_ARRAY: style.COLOURS["mismatch"]}
+
+
+class Stepper:
+    """Next / Back / Reset over precomputed steps, each drawn as the module tree with one module lit.
+
+    Subclasses say what a step lights up (``node``) and what the panel beside the drawing shows so far
+    (``panel``). ``position`` is the current step; ``next()``, ``back()``, ``reset()`` move it (from code or from
+    the widget's buttons) and the widget, when shown, follows.
+    """
+
+    title = "steps"
+
+    def __init__(self, module, steps, *, font_size: float | None = None):
+        if not steps:
+            raise ValueError(f"nothing to step through: the {self.title} produced no steps")
+        self.module = module
+        self.steps = list(steps)
+        self.font_size = font_size
+        self.position = 0
+        self._svg_by_node: dict[str, str] = {}
+        self._view = None
+
+    # -- what a subclass says ---------------------------------------------------------------------------------
+    def node(self, step) -> str:
+        """The qualified name of the module lit while ``step`` is shown."""
+        return step.node
+
+    def panel(self, position: int) -> str:
+        """HTML beside the drawing at ``position``: what has happened so far."""
+        raise NotImplementedError
+
+    # -- moving -----------------------------------------------------------------------------------------------
+    def go(self, position: int) -> None:
+        self.position = min(max(position, 0), len(self.steps) - 1)
+        if self._view is not None:
+            self._view.show()
+
+    def next(self) -> None:
+        self.go(self.position + 1)
+
+    def back(self) -> None:
+        self.go(self.position - 1)
+
+    def reset(self) -> None:
+        self.go(0)
+
+    @property
+    def step(self):
+        return self.steps[self.position]
+
+    # -- drawing ----------------------------------------------------------------------------------------------
+    def svg(self, position: int) -> str:
+        """The tree with the module of step ``position`` lit (one dot run per distinct lit module)."""
+        lit = self.node(self.steps[position])
+        if lit not in self._svg_by_node:
+            options = {} if self.font_size is None else {"font_size": self.font_size}
+            drawing = draw_tree(self.module, highlight=lit, legend=False, **options)
+            self._svg_by_node[lit] = inline_svg(drawing.svg())
+        return self._svg_by_node[lit]
+
+    def caption(self, position: int) -> str:
+        return f"step {position + 1} of {len(self.steps)}: {self.steps[position].describe()}"
+
+    def frame_html(self, position: int) -> str:
+        """One step as HTML: caption, drawing and panel side by side."""
+        return (f'<div class="modulecraft-step" data-step="{position}">'
+                f'<p style="font-weight:bold">{escape(self.caption(position))}</p>'
+                '<div style="display:flex; gap:1.5em; align-items:flex-start; flex-wrap:wrap">'
+                f'<div style="overflow:auto; max-width:100%">{self.svg(position)}</div>'
+                f'<div class="modulecraft-panel">{self.panel(position)}</div></div></div>')
+
+    # -- showing ----------------------------------------------------------------------------------------------
+    def __str__(self) -> str:
+        return "\n".join([f"{type(self).__name__}: {self.title}, {len(self.steps)} steps",
+                          *(f"{i + 1:>3}. {step.describe()}" for i, step in enumerate(self.steps))])
+
+    def _repr_html_(self) -> str:
+        """The static sequence: every step, one after the other (what nbconvert and slides show)."""
+        frames = "".join(self.frame_html(position) for position in range(len(self.steps)))
+        return (f'<div class="modulecraft-stepper"><p><b>{escape(self.title)}</b>: {len(self.steps)} steps</p>'
+                f"{frames}</div>")
+
+    def _repr_mimebundle_(self, include=None, exclude=None, **_):
+        bundle = {"text/plain": str(self), "text/html": self._repr_html_()}
+        if _in_a_kernel():
+            bundle.update(self.widget()._repr_mimebundle_())
+        return bundle
+
+    def widget(self):
+        """The interactive view (ipywidgets): Back / Next / Reset, the lit tree, and the panel."""
+        if self._view is None:
+            self._view = _StepperView(self)
+        return self._view.box
+
+
+def _in_a_kernel() -> bool:
+    """True inside a Jupyter kernel, where a widget frontend may be listening (never in a plain interpreter)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
+class _StepperView:
+    """The ipywidgets face of a stepper; the stepper owns the position, the view only shows it."""
+
+    def __init__(self, stepper: Stepper):
+        import ipywidgets as widgets
+
+        self.stepper = stepper
+        self.buttons = {
+            "back": widgets.Button(description="Back", icon="step-backward", tooltip="previous step"),
+            "next": widgets.Button(description="Next", icon="step-forward", tooltip="next step",
+                                   button_style="primary"),
+            "reset": widgets.Button(description="Reset", icon="undo", tooltip="back to the first step"),
+        }
+        for name, button in self.buttons.items():
+            button.on_click(lambda _, move=getattr(stepper, name): move())
+            button.add_class(f"modulecraft-{name}")
+        self.frame = widgets.HTML()
+        self.box = widgets.VBox([widgets.HBox(list(self.buttons.values())), self.frame])
+        self.box.add_class("modulecraft-stepper-widget")
+        self.show()
+
+    def show(self) -> None:
+        position, last = self.stepper.position, len(self.stepper.steps) - 1
+        self.buttons["back"].disabled = position == 0
+        self.buttons["next"].disabled = position == last
+        self.frame.value = self.stepper.frame_html(position)
+
+
+def _listing(items: list[str], current: int | None = None, title: str = "") -> str:
+    """A compact numbered list, the ``current`` item in bold."""
+    rows = "".join(f"<li>{'<b>' + item + '</b>' if i == current else item}</li>" for i, item in enumerate(items))
+    heading = f"<p><b>{escape(title)}</b></p>" if title else ""
+    return f'{heading}<ol style="margin-top:0">{rows}</ol>'
+
+
+class DfsStepper(Stepper):
+    """``named_modules`` walking the tree: each module it reaches, what it yields, and the memo so far."""
+
+    title = "named_modules(): pre-order DFS with a memo"
+
+    def __init__(self, module, remove_duplicate: bool = True, *, font_size: float | None = None):
+        super().__init__(module, step_named_modules(module, remove_duplicate), font_size=font_size)
+
+    def panel(self, position: int) -> str:
+        done = self.steps[:position + 1]
+        yielded = [f"({escape(repr(s.prefix))}, {escape(type(s.module).__name__)})" for s in done if s.yielded]
+        current = len(yielded) - 1 if self.steps[position].yielded else None
+        memo = ", ".join(escape(_label(name)) for name in self.steps[position].memo) or "empty"
+        return _listing(yielded, current, "yielded so far") + f"<p><b>memo</b>: {{{memo}}}</p>"
+
+
+class CallStepper(Stepper):
+    """One ``module(*inputs)`` call, event by event: global and local pre-hooks, forward, forward hooks."""
+
+    title = "__call__: hooks and forward, in firing order"
+
+    def __init__(self, module, *inputs, font_size: float | None = None, **kwargs):
+        super().__init__(module, step_call(module, *inputs, **kwargs), font_size=font_size)
+
+    def node(self, step: CallStep) -> str:
+        return step.module
+
+    def panel(self, position: int) -> str:
+        events = [escape(step.describe()) for step in self.steps[:position + 1]]
+        return _listing(events, position, "events so far")
+
+
+class LoadStepper(Stepper):
+    """``load_state_dict`` key by key: where each entry lands, or why it is missing, unexpected or refused."""
+
+    title = "load_state_dict(): where each entry goes"
+
+    def __init__(self, module, state_dict, *, font_size: float | None = None):
+        super().__init__(module, step_load_state_dict(module, state_dict), font_size=font_size)
+
+    def panel(self, position: int) -> str:
+        rows = []
+        for index, step in enumerate(self.steps[:position + 1]):
+            weight = "bold" if index == position else "normal"
+            rows.append(f'<tr style="background:{OUTCOME_COLOURS[step.outcome]}; font-weight:{weight}">'
+                        f"<td><code>{escape(step.key)}</code></td><td>{escape(step.outcome)}</td>"
+                        f"<td>{escape(step.reason)}</td></tr>")
+        return ('<table style="border-collapse:collapse"><tr><th>key</th><th>outcome</th><th>why</th></tr>'
+                f'{"".join(rows)}</table>')

@@ -1,0 +1,125 @@
+"""The registration tree of a module, as ``named_modules`` walks it.
+
+``named_modules()`` gives the nodes and their pre-order DFS numbers (its memo drops the second path to a shared
+module); ``_modules`` gives the edges. A registered child whose path is not the one ``named_modules`` kept is a
+second path to a shared module, drawn as a dashed edge. Parameters are deduplicated the way ``named_parameters``
+does it: the first module (in DFS order) that registers a parameter owns it, later ones share it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import introspect
+
+
+@dataclass(eq=False)
+class TreeNode:
+    """One distinct module, at the path where ``named_modules`` first met it."""
+
+    qualname: str
+    module: object
+    depth: int
+    order: int  # 1-based position in named_modules() order
+    parent: TreeNode | None = None
+    children: list[TreeNode] = field(default_factory=list)
+
+    @property
+    def attr(self) -> str:
+        """The attribute name under the parent ('' for the root)."""
+        return self.qualname.rsplit(".", 1)[-1]
+
+
+@dataclass(frozen=True)
+class SharedModule:
+    """A second registration of an already-visited module: ``parent.attr`` is ``target``."""
+
+    parent: str
+    attr: str
+    target: str
+
+    @property
+    def path(self) -> str:
+        return introspect.join(self.parent, self.attr)
+
+
+@dataclass(frozen=True)
+class ParameterRef:
+    """Who owns a parameter: the first module (DFS order) that registers it, and under which name."""
+
+    qualname: str
+    name: str
+
+    @property
+    def path(self) -> str:
+        return introspect.join(self.qualname, self.name)
+
+
+class ModuleTree:
+    """Nodes, tree edges, shared-module edges, parameter owners and subtree totals of one module tree."""
+
+    def __init__(self, module):
+        self.root_module = module
+        self.nodes: dict[str, TreeNode] = {}
+        by_identity: dict[int, TreeNode] = {}
+        for order, (qualname, submodule) in enumerate(module.named_modules(), start=1):
+            node = TreeNode(qualname, submodule, depth=qualname.count(".") + 1 if qualname else 0, order=order)
+            self.nodes[qualname] = node
+            by_identity.setdefault(id(submodule), node)
+        self.root = self.nodes[""]
+        self.shared_modules: list[SharedModule] = []
+        for node in self.nodes.values():
+            for attr, child in introspect.children(node.module):
+                child_node = by_identity.get(id(child))
+                if child_node is None:
+                    continue  # named_modules did not yield it (e.g. a learner's DFS under construction)
+                if child_node.qualname == introspect.join(node.qualname, attr):
+                    child_node.parent = node
+                    node.children.append(child_node)
+                else:
+                    self.shared_modules.append(SharedModule(node.qualname, attr, child_node.qualname))
+        self.parameter_owner: dict[int, ParameterRef] = {}
+        for node in self.nodes.values():
+            for name, parameter in introspect.own_parameters(node.module):
+                self.parameter_owner.setdefault(id(parameter), ParameterRef(node.qualname, name))
+        self._reachable: dict[int, dict[int, object]] = {}
+
+    def owner_of(self, parameter) -> ParameterRef:
+        return self.parameter_owner[id(parameter)]
+
+    def descendants(self, node: TreeNode) -> list[TreeNode]:
+        """All tree descendants of ``node`` (not following shared edges), in DFS order."""
+        found = []
+        for child in node.children:
+            found.append(child)
+            found.extend(self.descendants(child))
+        return found
+
+    def reachable_parameters(self, module) -> dict[int, object]:
+        """Distinct parameters of ``module`` and everything registered under it, as ``module.parameters()``."""
+        key = id(module)
+        if key not in self._reachable:
+            found = {id(p): p for _, p in introspect.own_parameters(module)}
+            for _, child in introspect.children(module):
+                found.update(self.reachable_parameters(child))
+            self._reachable[key] = found
+        return self._reachable[key]
+
+    def parameter_total(self, node: TreeNode) -> tuple[int, bool]:
+        """``(elements, has_lazy)``: parameter count of the subtree and whether some of it is not allocated yet."""
+        parameters = self.reachable_parameters(node.module).values()
+        return sum(map(introspect.numel, parameters)), any(map(introspect.is_lazy, parameters))
+
+    def signature(self, module) -> tuple:
+        """What makes two sibling blocks "identical" for folding: class, config, state shapes, hooks, children."""
+        return (
+            type(module).__qualname__,
+            introspect.extra_repr(module),
+            bool(getattr(module, "training", True)),
+            tuple((name, introspect.shape_of(p), introspect.dtype_name(p), introspect.requires_grad(p))
+                  for name, p in introspect.own_parameters(module)),
+            tuple((name, introspect.shape_of(b), introspect.dtype_name(b), persistent)
+                  for name, b, persistent in introspect.own_buffers(module)),
+            tuple(introspect.hook_counts(introspect.local_hook_dicts(module)).items()),
+            tuple((name, self.signature(child)) for name, child in introspect.children(module)),
+        )

@@ -1,0 +1,333 @@
+"""``draw_tree``: the registration tree of a module, one node per distinct module.
+
+Each node shows the qualified name (as ``named_modules`` yields it), the class, its own parameters and buffers,
+and the parameter total of its subtree. Shared modules and parameters are drawn once; their other paths are
+dashed edges. Subtrees can be cut by depth or collapsed by name, and identical sibling blocks folded as "× N".
+Node names are the qualified names ("." for the root; SVG ids add ``mc-``), so drawings are stable and the SVG can
+be queried in the browser.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from . import introspect, style
+from .render import Drawing
+from .structure import ModuleTree, TreeNode
+
+COLUMNS = 4  # name | shape | dtype | requires_grad (or buffer kind)
+
+
+def node_name(qualname: str) -> str:
+    """The stable graphviz node name of the module at ``qualname`` ("." for the root)."""
+    return qualname or "."
+
+
+def svg_id(qualname: str) -> str:
+    """The ``id`` of the module's ``<g>`` element in the SVG (prefixed: JupyterLab's page has ids of its own)."""
+    return "mc-" + node_name(qualname)
+
+
+@dataclass(frozen=True)
+class RowMark:
+    """A status drawn on one state entry of a module (used by the state_dict diff): colour key and note."""
+
+    status: str  # a key of style.COLOURS: "loads", "missing", "mismatch", "unexpected"
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class TreeOptions:
+    depth: int | None = None
+    collapse: frozenset[str] = frozenset()
+    fold_repeats: bool = False
+    order: str | None = None
+    extra_repr: bool = False
+    show_state: bool = True
+    direction: str = "TB"
+    legend: bool = True
+    highlight: frozenset[str] = frozenset()
+    font_size: float = style.FONT_SIZE
+
+    def __post_init__(self):
+        if self.order not in (None, "dfs"):
+            raise ValueError(f"order must be None or 'dfs', not {self.order!r}")
+        if self.direction not in ("TB", "LR"):
+            raise ValueError(f"direction must be 'TB' (top to bottom) or 'LR' (left to right), not {self.direction!r}")
+        if self.depth is not None and self.depth < 0:
+            raise ValueError(f"depth must be None or >= 0, not {self.depth}")
+
+
+@dataclass(eq=False)
+class Shown:
+    """A node that is drawn, with what it stands for: a collapsed subtree, or a run of folded siblings."""
+
+    node: TreeNode
+    hidden: list[TreeNode] = field(default_factory=list)
+    folded: list[TreeNode] = field(default_factory=list)
+
+
+def draw_tree(
+    module,
+    *,
+    depth: int | None = None,
+    collapse: Iterable[str] = (),
+    fold_repeats: bool = False,
+    order: str | None = None,
+    extra_repr: bool = False,
+    show_state: bool = True,
+    direction: str = "TB",
+    legend: bool = True,
+    highlight: Iterable[str] | str = (),
+    font_size: float = style.FONT_SIZE,
+) -> Drawing:
+    """Draw the registration tree of ``module`` (a ``modulecraft.nn`` or ``torch.nn`` module).
+
+    depth: draw modules down to this depth (root = 0); deeper subtrees collapse into their ancestor.
+    collapse: qualified names of modules drawn as one node that says how many modules and parameters it hides.
+    fold_repeats: fold consecutive identical siblings (same class, config, shapes, children) into one "× N" node.
+    order: ``"dfs"`` numbers each node in the order ``named_modules()`` visits it.
+    extra_repr: add each module's ``extra_repr()`` under its class.
+    show_state: list each module's own parameters and buffers.
+    direction: ``"TB"`` (top to bottom) or ``"LR"`` (left to right).
+    highlight: qualified name(s) of modules to outline.
+    font_size: base font size in points (larger for a projector).
+    """
+    options = TreeOptions(
+        depth=depth, collapse=frozenset(collapse), fold_repeats=fold_repeats, order=order, extra_repr=extra_repr,
+        show_state=show_state, direction=direction, legend=legend,
+        highlight=frozenset([highlight] if isinstance(highlight, str) else highlight), font_size=font_size,
+    )
+    return TreeDrawer(ModuleTree(module), options).draw()
+
+
+class TreeDrawer:
+    """Decides what is shown, then writes nodes and edges into a ``Drawing``."""
+
+    def __init__(self, tree: ModuleTree, options: TreeOptions, row_marks: dict[str, dict[str, RowMark]] | None = None):
+        self.tree = tree
+        self.options = options
+        self.row_marks = row_marks or {}
+        self.shown: dict[str, Shown] = {}
+        self.standin: dict[str, str] = {}  # hidden qualname -> the shown node that stands for it
+        unknown = options.collapse - tree.nodes.keys()
+        if unknown:
+            raise KeyError(f"collapse names modules that named_modules() does not yield: {sorted(unknown)}")
+        self._choose(tree.root)
+
+    # -- what is shown ---------------------------------------------------------------------------------------
+    def _choose(self, node: TreeNode) -> None:
+        shown = self.shown[node.qualname] = Shown(node)
+        depth_cut = self.options.depth is not None and node.depth >= self.options.depth
+        if node.children and (depth_cut or node.qualname in self.options.collapse):
+            shown.hidden = self.tree.descendants(node)
+            self._hide(shown.hidden, behind=node)
+            return
+        for run in self._runs(node.children):
+            self._choose(run[0])
+            self.shown[run[0].qualname].folded = run if len(run) > 1 else []
+            for other in run[1:]:
+                self._hide([other, *self.tree.descendants(other)], behind=run[0])
+
+    def _hide(self, nodes: list[TreeNode], behind: TreeNode) -> None:
+        for hidden in nodes:
+            self.standin[hidden.qualname] = behind.qualname
+
+    def _runs(self, nodes: list[TreeNode]) -> list[list[TreeNode]]:
+        """Consecutive identical siblings grouped (when folding), else one group per node."""
+        runs: list[list[TreeNode]] = []
+        for node in nodes:
+            if (self.options.fold_repeats and runs
+                    and self.tree.signature(runs[-1][0].module) == self.tree.signature(node.module)):
+                runs[-1].append(node)
+            else:
+                runs.append([node])
+        return runs
+
+    def visible(self, qualname: str) -> str:
+        """The shown node that stands for ``qualname`` (itself when shown)."""
+        return qualname if qualname in self.shown else self.standin[qualname]
+
+    # -- drawing ---------------------------------------------------------------------------------------------
+    def draw(self) -> Drawing:
+        size = self.options.font_size
+        graph = Drawing(
+            name="module_tree",
+            graph_attr={"rankdir": self.options.direction, "fontname": style.FONT, "fontsize": f"{size:g}",
+                        "nodesep": "0.25", "ranksep": "0.35", "labelloc": "t"},
+            node_attr={"fontname": style.FONT, "fontsize": f"{size:g}", "shape": "box",
+                       "style": "rounded,filled", "color": style.COLOURS["border"], "margin": "0.06,0.04"},
+            edge_attr={"fontname": style.FONT, "fontsize": f"{size * 0.8:g}", "color": style.COLOURS["border"],
+                       "arrowsize": "0.6"},
+        )
+        note = self._global_hooks_note()
+        if note:
+            graph.attr(label=note)
+        if self.options.legend:
+            graph.node("legend", label=style.legend_label(size), shape="plain", style="solid", id="mc-legend",
+                       **{"class": "legend"})
+        for shown in self.shown.values():
+            self._draw_node(graph, shown)
+        self._draw_edges(graph)
+        return graph
+
+    def _global_hooks_note(self) -> str:
+        counts = introspect.hook_counts(introspect.global_hook_dicts(self.tree.root_module))
+        if not any(counts.values()):
+            return ""
+        return (f"global hooks (fire around every module's forward): {counts['pre']} pre-hook(s), "
+                f"{counts['forward']} forward hook(s)")
+
+    def _draw_node(self, graph: Drawing, shown: Shown) -> None:
+        node = shown.node
+        module = node.module
+        classes = ["module"]
+        attributes = {"fillcolor": style.COLOURS["node"]}
+        if not getattr(module, "training", True):
+            classes.append("eval")
+            attributes["fillcolor"] = style.COLOURS["node_eval"]
+        if shown.hidden:
+            classes.append("collapsed")
+        if shown.folded:
+            classes.append("folded")
+        if shown.hidden or shown.folded:
+            attributes["peripheries"] = "2"
+        if node.qualname in self.options.highlight:
+            classes.append("highlighted")
+            attributes.update(color=style.COLOURS["highlight"], penwidth="3")
+        graph.node(node_name(node.qualname), label=self._label(shown), id=svg_id(node.qualname),
+                   **{"class": " ".join(classes)}, **attributes)
+
+    def _label(self, shown: Shown) -> str:
+        node, size = shown.node, self.options.font_size
+        small = size * 0.85
+        title = style.font(style.text(node.qualname or "(root)"), bold=True) + "  " + style.text(
+            type(node.module).__name__)
+        heading = style.cell(title, align="left")
+        if self.options.order == "dfs":
+            digits = str(node.order)
+            badge = style.cell(style.font(digits, colour="white", bold=True), bgcolor=style.COLOURS["order"],
+                               fixedsize="true", width=f"{8 + size * 0.7 * len(digits):.0f}",
+                               height=f"{6 + size * 1.2:.0f}")  # fixed: graphviz would stretch it to the row
+            heading = badge + heading
+        rows = [style.cell(style.table([heading], align="left"), colspan=COLUMNS, align="left")]
+        chips = self._chips(shown, small)
+        if chips:
+            rows.append(style.cell("  ".join(chips), colspan=COLUMNS, align="left"))
+        if self.options.extra_repr:
+            described = introspect.extra_repr(node.module)
+            if described:
+                shortened = described if len(described) <= 60 else described[:57] + "..."
+                rows.append(style.cell(style.font(style.text(shortened), colour=style.COLOURS["muted"], size=small),
+                                       colspan=COLUMNS, align="left"))
+        if self.options.show_state:
+            rows.extend(self._state_rows(node, small))
+        if shown.folded:
+            first, last = shown.folded[0].qualname, shown.folded[-1].qualname
+            rows.append(style.cell(style.font(style.text(f"{first} … {last} are identical"), size=small,
+                                              colour=style.COLOURS["muted"]), colspan=COLUMNS, align="left"))
+        if shown.hidden:
+            hidden_total = self.tree.parameter_total(node)[0] - sum(
+                map(introspect.numel, (p for _, p in introspect.own_parameters(node.module))))
+            rows.append(style.cell(style.font(
+                style.text(f"▸ collapsed: {len(shown.hidden)} modules, {style.format_count(hidden_total)} "
+                           "parameters hidden"), size=small, colour=style.COLOURS["collapsed"], bold=True),
+                colspan=COLUMNS, align="left"))
+        total, lazy = self.tree.parameter_total(node)
+        if total or lazy:
+            summary = f"Σ {style.format_count(total)} parameters" + (" + lazy" if lazy else "")
+            if shown.folded:
+                summary += f" each, × {len(shown.folded)}"
+            rows.append(style.cell(style.font(style.text(summary), size=small), colspan=COLUMNS, align="left"))
+        return style.html_label(style.table(rows))
+
+    def _chips(self, shown: Shown, size: float) -> list[str]:
+        module = shown.node.module
+        chips = []
+        if shown.folded:
+            chips.append(style.chip(f"× {len(shown.folded)}", style.COLOURS["order"], size * 1.15))
+        if not getattr(module, "training", True):
+            chips.append(style.chip("eval", style.COLOURS["eval"], size))
+        counts = introspect.hook_counts(introspect.local_hook_dicts(module))
+        if counts["pre"]:
+            chips.append(style.chip(f"pre ×{counts['pre']}", style.COLOURS["pre_hook"], size))
+        if counts["forward"]:
+            chips.append(style.chip(f"fwd ×{counts['forward']}", style.COLOURS["forward_hook"], size))
+        if any(introspect.is_lazy(p) for _, p in introspect.own_parameters(module)):
+            chips.append(style.chip("lazy", style.COLOURS["lazy"], size))
+        return chips
+
+    def _state_rows(self, node: TreeNode, size: float) -> list[str]:
+        marks = dict(self.row_marks.get(node.qualname, {}))
+        rows = []
+        for index, (name, parameter) in enumerate(introspect.own_parameters(node.module)):
+            owner = self.tree.owner_of(parameter)
+            if owner.qualname != node.qualname:
+                description = [style.cell(style.font(style.text(f"shared with {owner.path}"), italic=True),
+                                          colspan=COLUMNS - 1, align="left")]
+            else:
+                description = [
+                    style.cell(style.text(style.format_shape(introspect.shape_of(parameter))),
+                               align="left"),
+                    style.cell(style.text(introspect.dtype_name(parameter))),
+                    style.cell("grad" if introspect.requires_grad(parameter) else "no grad"),
+                ]
+                if introspect.is_lazy(parameter):
+                    description[0] = style.cell(style.chip("uninitialised", style.COLOURS["lazy"], size),
+                                                align="left")
+            rows += self._state_row(name, f"p{index}", description, style.COLOURS["parameter"], marks.pop(name, None),
+                                    size)
+        for name, buffer, persistent in introspect.own_buffers(node.module):
+            description = [
+                style.cell(style.text(style.format_shape(introspect.shape_of(buffer))), align="left"),
+                style.cell(style.text(introspect.dtype_name(buffer))),
+                style.cell("buffer" if persistent else "○ non-persistent"),
+            ]
+            rows += self._state_row(style.font(style.text(name), italic=True), None, description,
+                                    style.COLOURS["buffer"], marks.pop(name, None), size, escaped=True)
+        for name, mark in marks.items():  # entries with no home in the module: unexpected keys
+            rows += self._state_row(name, None, [style.cell("", colspan=COLUMNS - 1)], style.COLOURS["parameter"],
+                                    mark, size)
+        return rows
+
+    def _state_row(self, name: str, port: str | None, description: list[str], background: str,
+                   mark: RowMark | None, size: float, escaped: bool = False) -> list[str]:
+        """One parameter/buffer row, coloured by its load status when marked, with the status note under it."""
+        colour = style.COLOURS[mark.status] if mark else background
+        cells = [style.cell(name if escaped else style.text(name), align="left", port=port), *description]
+        row = "".join(cell.replace("<TD", f'<TD BGCOLOR="{colour}"', 1) for cell in cells)
+        if mark is None or not mark.note:
+            return [row]
+        note = style.cell(style.font(style.text(mark.note), size=size), colspan=COLUMNS, align="left", bgcolor=colour)
+        return [row, note]
+
+    def _draw_edges(self, graph: Drawing) -> None:
+        for qualname, shown in self.shown.items():
+            parent = shown.node.parent
+            if parent is not None:
+                graph.edge(node_name(parent.qualname), node_name(qualname), id=f"mc-tree-{qualname}",
+                           **{"class": "tree"})
+        for shared in self.tree.shared_modules:
+            if shared.parent not in self.shown:
+                continue
+            graph.edge(node_name(shared.parent), node_name(self.visible(shared.target)), label=style.text(shared.path),
+                       style="dashed", color=style.COLOURS["shared"], fontcolor=style.COLOURS["shared"],
+                       id=f"mc-shared-{shared.path}", **{"class": "shared-module"})
+        for qualname in self.shown:
+            self._draw_shared_parameters(graph, qualname)
+
+    def _draw_shared_parameters(self, graph: Drawing, qualname: str) -> None:
+        module = self.shown[qualname].node.module
+        for index, (name, parameter) in enumerate(introspect.own_parameters(module)):
+            owner = self.tree.owner_of(parameter)
+            if owner.qualname == qualname:
+                continue
+            tail, head = node_name(qualname), node_name(self.visible(owner.qualname))
+            if self.options.show_state:
+                tail += f":p{index}"
+                if owner.qualname in self.shown:
+                    names = [n for n, _ in introspect.own_parameters(self.tree.nodes[owner.qualname].module)]
+                    head += f":p{names.index(owner.name)}"
+            graph.edge(tail, head, style="dashed", color=style.COLOURS["shared_parameter"], constraint="false",
+                       id=f"mc-shared-{introspect.join(qualname, name)}", **{"class": "shared-parameter"})
