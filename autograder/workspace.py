@@ -1,0 +1,427 @@
+"""The learner's workspace: student copies of the chapters, and JupyterLab opened on them.
+
+    python -m autograder.workspace prepare [--workspace DIR]
+    python -m autograder.workspace launch  [--workspace DIR] [JupyterLab options, e.g. --port 8899 --no-browser]
+    python -m autograder.workspace launch --instructor [--course-root DIR] [JupyterLab options]
+
+`prepare` generates the student version of every chapter with nbgrader (the grader's own `Course.release`, in a
+temporary course root) and copies it into the workspace. A learner's file is never overwritten: when the course
+changed a chapter the learner already has, the new version is put next to theirs (`<chapter>.updated.ipynb`) and
+the command says so. `workspace/.modulecraft/manifest.json` remembers the course version each chapter was offered
+from and a fingerprint of every file written, which tells a course update from a learner's edit.
+
+`launch` prepares, writes a private Jupyter configuration (nothing goes to the user's home) with the nbgrader
+extensions that fit the role, and replaces itself with JupyterLab.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+from nbgrader import utils as nbgrader_utils
+
+from autograder.config import COURSE_SOURCE, GRADING_ENV_VAR, REPO_ROOT
+
+DEFAULT_WORKSPACE = REPO_ROOT / "workspace"
+DEFAULT_COURSE_ROOT = REPO_ROOT / ".grading"
+STATE_DIR = ".modulecraft"  # hidden in JupyterLab's file browser
+INDEX = "index.ipynb"
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+IGNORED_NAMES = {".ipynb_checkpoints", "__pycache__", ".DS_Store"}
+
+# The nbgrader extensions that fit each role. The assignment and course lists need an nbgrader exchange, which
+# neither a self-paced learner nor our classroom flow (collect from a folder or a zip) uses.
+SERVER_EXTENSIONS = {
+    "learner": {"validate_assignment"},
+    "instructor": {"validate_assignment", "formgrader"},
+}
+LAB_PLUGINS = {
+    "learner": {"validate-assignment"},
+    "instructor": {"validate-assignment", "menu", "formgrader", "create-assignment"},
+}
+ALL_SERVER_EXTENSIONS = {"validate_assignment", "formgrader", "assignment_list", "course_list"}
+ALL_LAB_PLUGINS = {"validate-assignment", "menu", "formgrader", "create-assignment", "assignment-list", "course-list"}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Fingerprints and the manifest
+
+
+def fingerprint(path: Path) -> str:
+    """What the learner wrote in a file: for a notebook its cells' types and sources (running cells, which only
+    changes outputs and metadata, does not count as an edit), for any other file its bytes."""
+    if path.suffix == ".ipynb":
+        try:
+            cells = nbformat.read(path, as_version=4).cells
+            data = json.dumps([[cell.cell_type, cell.source] for cell in cells]).encode()
+        except Exception:  # not a notebook any more: compare its bytes
+            data = path.read_bytes()
+    else:
+        data = path.read_bytes()
+    return hashlib.sha256(data).hexdigest()
+
+
+def tree_hash(folder: Path) -> str:
+    """The version of a chapter's source folder: every file's relative path and bytes."""
+    digest = hashlib.sha256()
+    for path in sorted(_files(folder)):
+        digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _files(folder: Path):
+    for path in folder.rglob("*"):
+        if path.is_file() and not IGNORED_NAMES.intersection(path.relative_to(folder).parts):
+            yield path
+
+
+@dataclass
+class Manifest:
+    """`chapters`: chapter -> version of its course source last offered; `written`: workspace-relative path ->
+    fingerprint of what `prepare` wrote there (to know whether the learner changed it since)."""
+
+    path: Path
+    chapters: dict[str, str] = field(default_factory=dict)
+    written: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, workspace: Path) -> Manifest:
+        path = workspace / STATE_DIR / "manifest.json"
+        if not path.exists():
+            return cls(path)
+        data = json.loads(path.read_text())
+        return cls(path, data.get("chapters", {}), data.get("written", {}))
+
+    def save(self) -> None:
+        text = json.dumps({"chapters": self.chapters, "written": self.written}, indent=1, sort_keys=True)
+        _write_atomically(self.path, text.encode())
+
+
+def _write_atomically(target: Path, data: bytes) -> None:
+    """Never leave half a file behind, even if interrupted."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=target.parent, prefix=f".{target.name}.", delete=False) as handle:
+        handle.write(data)
+    os.chmod(handle.name, 0o666 & ~_UMASK)  # temporary files are created private; these are ordinary files
+    os.replace(handle.name, target)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# prepare
+
+
+@dataclass
+class Report:
+    workspace: Path
+    added: list[str] = field(default_factory=list)
+    refreshed: list[str] = field(default_factory=list)  # our own files (index, earlier offers) brought up to date
+    offered: list[tuple[str, str]] = field(default_factory=list)  # (the learner's file, the new version next to it)
+    up_to_date: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        lines = [f"Your workspace: {self.workspace}"]
+        lines += [f"  added      {path}" for path in self.added]
+        lines += [f"  refreshed  {path}" for path in self.refreshed]
+        for theirs, offer in self.offered:
+            lines.append(f"  UPDATED    {theirs} changed in the course; your copy is untouched, the new version is {offer}")
+        if self.up_to_date:
+            lines.append(f"  up to date: {', '.join(self.up_to_date)}")
+        if self.offered:
+            lines.append("  Compare the .updated notebooks with yours and carry your solutions over (or keep yours).")
+        return "\n".join(lines)
+
+
+def course_chapters(source: Path = COURSE_SOURCE) -> list[str]:
+    """Chapters in course order: folders `<chapter>/<chapter>.ipynb`."""
+    return sorted(p.name for p in source.iterdir() if (p / f"{p.name}.ipynb").is_file()) if source.is_dir() else []
+
+
+def prepare(workspace: Path = DEFAULT_WORKSPACE, source: Path = COURSE_SOURCE) -> Report:
+    """Create or update the workspace; returns what was done (its `str` is the message for the learner)."""
+    workspace = Path(workspace).resolve()
+    chapters = course_chapters(source)
+    if not chapters:
+        raise SystemExit(f"No chapters found in {source}: expected folders <chapter>/<chapter>.ipynb.")
+    manifest = Manifest.load(workspace)
+    report = Report(workspace)
+    versions = {chapter: tree_hash(source / chapter) for chapter in chapters}
+    stale = [
+        chapter for chapter in chapters
+        if manifest.chapters.get(chapter) != versions[chapter]
+        or not (workspace / chapter / f"{chapter}.ipynb").exists()
+    ]
+    report.up_to_date = [chapter for chapter in chapters if chapter not in stale]
+    if stale:
+        with tempfile.TemporaryDirectory(prefix="modulecraft-release-") as scratch:
+            for chapter, notebook in _release(stale, source, Path(scratch)).items():
+                released = Path(notebook).parent
+                for path in sorted(_files(released)):
+                    relative = Path(chapter) / path.relative_to(released)
+                    _place(workspace, relative, path.read_bytes(), manifest, report, ours=False)
+                manifest.chapters[chapter] = versions[chapter]
+                manifest.save()
+    index = nbformat.writes(index_notebook(workspace, chapters)).encode()
+    _place(workspace, Path(INDEX), index, manifest, report, ours=True)
+    manifest.save()
+    return report
+
+
+def _release(chapters: list[str], source: Path, scratch: Path) -> dict[str, Path]:
+    """Student versions of `chapters`, generated by nbgrader in the throwaway course root `scratch`."""
+    from autograder.course import Course  # nbgrader's apps are slow to import; only needed when something changed
+
+    print(f"Generating the student version of {', '.join(chapters)} with nbgrader ...", flush=True)
+    os.environ["PATH"] = path_with_python_tools(os.environ.get("PATH", ""))
+    return Course(scratch, source=source).release(chapters=chapters)
+
+
+def _place(workspace: Path, relative: Path, data: bytes, manifest: Manifest, report: Report, ours: bool) -> None:
+    """Put `data` at `relative` without ever destroying the learner's work.
+
+    A missing file is written. A file with the same content is left alone. Otherwise the file is replaced only
+    when it is `ours` (the index, an earlier offer) and nobody changed it since we wrote it; a learner's file
+    stays as it is and the new version is offered next to it.
+    """
+    target = workspace / relative
+    new = _fingerprint_bytes(relative, data)
+    if not target.exists():
+        _write(workspace, relative, data, manifest)
+        report.added.append(str(relative))
+        return
+    current = fingerprint(target)
+    if current == new:
+        manifest.written.setdefault(str(relative), current)
+        return
+    if ours and manifest.written.get(str(relative)) == current:
+        _write(workspace, relative, data, manifest)
+        if relative.name != INDEX:
+            report.refreshed.append(str(relative))
+        return
+    offer = _offer_path(workspace, relative, manifest, new)
+    if not (workspace / offer).exists() or fingerprint(workspace / offer) != new:
+        _write(workspace, offer, data, manifest)
+    report.offered.append((str(relative), str(offer)))
+
+
+def _offer_path(workspace: Path, relative: Path, manifest: Manifest, new: str) -> Path:
+    """`x.updated.ipynb`, or `x.updated-2.ipynb`, ...: the first one that is free, already holds this version, or
+    is an earlier offer the learner has not touched."""
+    number = 1
+    while True:
+        suffix = ".updated" if number == 1 else f".updated-{number}"
+        offer = relative.with_name(f"{relative.stem}{suffix}{relative.suffix}")
+        path = workspace / offer
+        if not path.exists() or fingerprint(path) in (new, manifest.written.get(str(offer))):
+            return offer
+        number += 1
+
+
+def path_with_python_tools(path: str) -> str:
+    """PATH with this Python's scripts folder first: nbgrader runs tools of its environment by name (`alembic`),
+    and `make lab` uses `.venv/bin/python` without activating the venv."""
+    scripts = str(Path(sys.executable).parent)
+    return os.pathsep.join([scripts, *(p for p in path.split(os.pathsep) if p and p != scripts)])
+
+
+def _fingerprint_bytes(relative: Path, data: bytes) -> str:
+    with tempfile.TemporaryDirectory() as scratch:
+        path = Path(scratch) / relative.name
+        path.write_bytes(data)
+        return fingerprint(path)
+
+
+def _write(workspace: Path, relative: Path, data: bytes, manifest: Manifest) -> None:
+    _write_atomically(workspace / relative, data)
+    manifest.written[str(relative)] = fingerprint(workspace / relative)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The index notebook and the learner's progress
+
+
+def chapter_title(notebook: nbformat.NotebookNode, chapter: str) -> str:
+    """The first markdown heading of the chapter, else its folder name."""
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                if line.startswith("#"):
+                    return line.lstrip("#").strip()
+    return chapter
+
+
+def exercise_progress(notebook: nbformat.NotebookNode) -> tuple[int, int]:
+    """(exercises the learner has written something in, exercises): a solution cell counts as attempted once its
+    source no longer matches the checksum nbgrader stored when it generated the student version."""
+    solutions = [cell for cell in notebook.cells if nbgrader_utils.is_solution(cell)]
+    attempted = [
+        cell for cell in solutions
+        if cell.metadata.nbgrader.get("checksum") not in (None, nbgrader_utils.compute_checksum(cell))
+    ]
+    return len(attempted), len(solutions)
+
+
+def progress_table(workspace: Path, chapters: list[str]) -> str:
+    """A markdown table: one row per chapter, with a link to the learner's notebook and their progress."""
+    rows = ["| # | chapter | your progress |", "|---|---|---|"]
+    for chapter in chapters:
+        link, number = f"{chapter}/{chapter}.ipynb", chapter.split("_")[0]
+        path = workspace / link
+        if not path.exists():
+            rows.append(f"| {number} | {chapter} | not in your workspace yet: run `make lab` |")
+            continue
+        try:
+            notebook = nbformat.read(path, as_version=4)
+        except Exception as error:
+            rows.append(f"| {number} | [{chapter}]({link}) | cannot be read ({type(error).__name__}); see `.updated` copies |")
+            continue
+        attempted, total = exercise_progress(notebook)
+        status = ("reading only" if total == 0 else
+                  "not started" if attempted == 0 else f"{attempted} of {total} exercises attempted")
+        rows.append(f"| {number} | [{chapter_title(notebook, chapter)}]({link}) | {status} |")
+    return "\n".join(rows)
+
+
+INDEX_INTRO = """\
+# modulecraft: your workspace
+
+Rebuild `torch.nn.Module` one mechanism at a time. Work through the chapters in order; each one ends with a
+self-check.
+
+{table}
+
+*Progress as of the last `make lab`; run the cell below to refresh it.*
+
+**Checking your work.** Run the last cell of a chapter (`check_my_work()`): it grades a copy of your notebook with
+the hidden tests and prints your score per exercise with feedback. The **Validate** button in the notebook toolbar
+runs the visible tests. Neither changes your code.
+
+**Your files are safe.** This folder (`workspace/`) is yours and is never overwritten. When a chapter you already
+have changes in the course, `make lab` puts the new version next to yours as `<chapter>.updated.ipynb`.
+This index page is regenerated by `make lab` as long as you do not edit it.
+"""
+
+
+def index_notebook(workspace: Path, chapters: list[str]) -> nbformat.NotebookNode:
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [
+        nbformat.v4.new_markdown_cell(INDEX_INTRO.format(table=progress_table(workspace, chapters))),
+        nbformat.v4.new_code_cell("from autograder.workspace import show_progress\nshow_progress()"),
+    ]
+    notebook.metadata.kernelspec = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    for cell in notebook.cells:  # stable ids: the same chapters and progress give byte-identical index files
+        cell.pop("id", None)
+    notebook.nbformat_minor = 4
+    return notebook
+
+
+def show_progress(workspace: Path | None = None) -> None:
+    """Display the progress table, fresh (for the index notebook)."""
+    from IPython.display import Markdown, display
+
+    workspace = Path(workspace or os.getcwd())
+    chapters = sorted(p.name for p in workspace.iterdir() if (p / f"{p.name}.ipynb").is_file())
+    display(Markdown(progress_table(workspace, chapters)))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Jupyter: private configuration, and launch
+
+
+def jupyter_environment(state: Path, role: str) -> dict[str, str]:
+    """Environment variables for a JupyterLab whose configuration lives in `state` (never in the user's home),
+    with the nbgrader extensions that fit `role` ("learner" or "instructor")."""
+    config = state / "config"
+    server_extensions = {
+        f"nbgrader.server_extensions.{name}": name in SERVER_EXTENSIONS[role] for name in sorted(ALL_SERVER_EXTENSIONS)
+    }
+    _write_json(config / "jupyter_server_config.json", {"ServerApp": {"jpserver_extensions": server_extensions}})
+    disabled = {f"@jupyter/nbgrader:{name}": True for name in sorted(ALL_LAB_PLUGINS - LAB_PLUGINS[role])}
+    _write_json(config / "labconfig" / "page_config.json", {"disabledExtensions": disabled})
+    # The Validate button executes the whole notebook; its last cell, check_my_work(), must not grade it again.
+    _write_atomically(config / "nbgrader_config.py", VALIDATE_CONFIG.encode())
+    return {
+        "JUPYTER_CONFIG_DIR": str(config),
+        "JUPYTERLAB_SETTINGS_DIR": str(state / "lab" / "user-settings"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(state / "lab" / "workspaces"),
+        "JUPYTER_RUNTIME_DIR": str(state / "runtime"),
+    }
+
+
+VALIDATE_CONFIG = f"""\
+# Generated by autograder/workspace.py for the Validate button: validation kernels skip the self-check.
+c.Execute.extra_arguments = [
+    "--IPKernelApp.exec_lines=import os; os.environ[{GRADING_ENV_VAR!r}] = '1'",
+]
+"""
+
+
+def _write_json(path: Path, data: dict) -> None:
+    _write_atomically(path, (json.dumps(data, indent=1) + "\n").encode())
+
+
+def lab_command(root: Path, open_path: str, lab_args: list[str]) -> list[str]:
+    """The JupyterLab command line for serving `root` and opening `open_path` (relative to it)."""
+    command = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={root}",
+               f"--LabApp.default_url=/lab/tree/{open_path}"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        command.append("--ServerApp.allow_root=True")
+    return command + lab_args
+
+
+def launch_learner(workspace: Path, lab_args: list[str]) -> None:
+    report = prepare(workspace)
+    print(report, flush=True)
+    _exec_lab(report.workspace, INDEX, "learner", lab_args)
+
+
+def launch_instructor(course_root: Path, lab_args: list[str]) -> None:
+    """JupyterLab on a grading folder, with the formgrader and the create-assignment tool."""
+    from autograder.course import Course
+
+    course = Course(course_root)
+    root = Path(course.root).resolve()
+    print(f"Instructor mode on the grading folder {root} (Nbgrader menu: Formgrader).", flush=True)
+    _exec_lab(root, "", "instructor", lab_args)
+
+
+def _exec_lab(root: Path, open_path: str, role: str, lab_args: list[str]) -> None:
+    env = dict(os.environ, **jupyter_environment(root / STATE_DIR / f"jupyter-{role}", role))
+    env["PATH"] = path_with_python_tools(env.get("PATH", ""))
+    command = lab_command(root, open_path, lab_args)
+    os.chdir(root)  # nbgrader's server extensions also read nbgrader_config.py from the working directory
+    os.execve(command[0], command, env)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m autograder.workspace", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    prepare_parser = commands.add_parser("prepare", help="create or update the workspace, then exit")
+    launch_parser = commands.add_parser(
+        "launch", help="prepare, then open JupyterLab (other options are passed to JupyterLab, e.g. --port 8899)")
+    for sub in (prepare_parser, launch_parser):
+        sub.add_argument("--workspace", type=Path, default=DEFAULT_WORKSPACE, help="default: %(default)s")
+    launch_parser.add_argument("--instructor", action="store_true",
+                               help="open a grading folder with nbgrader's formgrader instead of the workspace")
+    launch_parser.add_argument("--course-root", type=Path, default=DEFAULT_COURSE_ROOT,
+                               help="grading folder for --instructor (default: %(default)s)")
+    args, lab_args = parser.parse_known_args(argv)
+    if args.command == "prepare":
+        if lab_args:
+            parser.error(f"unrecognized arguments: {' '.join(lab_args)}")
+        print(prepare(args.workspace))
+    elif args.instructor:
+        launch_instructor(args.course_root, lab_args)
+    else:
+        launch_learner(args.workspace, lab_args)
+
+
+if __name__ == "__main__":
+    main()
