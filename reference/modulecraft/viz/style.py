@@ -7,10 +7,12 @@ graphviz, and is matplotlib's default.
 
 from __future__ import annotations
 
+import os
 from html import escape
 
 FONT = "DejaVu Sans"
-FONT_SIZE = 11  # points; pass a larger ``font_size`` to the drawings for a projector
+FONT_SIZE = 11  # points
+FONT_SIZE_VARIABLE = "MODULECRAFT_VIZ_FONTSIZE"  # e.g. 20 for projector decks, without touching the notebooks
 
 COLOURS = {
     "node": "#eef3fb",
@@ -44,6 +46,19 @@ LEGEND = [
     ("lazy", COLOURS["lazy"], "uninitialised (lazy) parameter"),
     ("- - ▸", COLOURS["shared"], "second path to a shared module / parameter"),
 ]
+
+
+def font_size(requested: float | None = None) -> float:
+    """The base font size: ``requested`` if given, else $MODULECRAFT_VIZ_FONTSIZE, else 11 points."""
+    if requested is not None:
+        return float(requested)
+    configured = os.environ.get(FONT_SIZE_VARIABLE, "").strip()
+    if not configured:
+        return FONT_SIZE
+    try:
+        return float(configured)
+    except ValueError:
+        raise ValueError(f"{FONT_SIZE_VARIABLE}={configured!r} is not a number of points (try 20)") from None
 
 
 def text(value: object) -> str:

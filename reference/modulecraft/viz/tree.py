@@ -80,7 +80,7 @@ def draw_tree(
     direction: str = "TB",
     legend: bool = True,
     highlight: Iterable[str] | str = (),
-    font_size: float = style.FONT_SIZE,
+    font_size: float | None = None,
 ) -> Drawing:
     """Draw the registration tree of ``module`` (a ``modulecraft.nn`` or ``torch.nn`` module).
 
@@ -92,12 +92,13 @@ def draw_tree(
     show_state: list each module's own parameters and buffers.
     direction: ``"TB"`` (top to bottom) or ``"LR"`` (left to right).
     highlight: qualified name(s) of modules to outline.
-    font_size: base font size in points (larger for a projector).
+    font_size: base font size in points (default 11, or $MODULECRAFT_VIZ_FONTSIZE: larger for a projector).
     """
     options = TreeOptions(
         depth=depth, collapse=frozenset(collapse), fold_repeats=fold_repeats, order=order, extra_repr=extra_repr,
         show_state=show_state, direction=direction, legend=legend,
-        highlight=frozenset([highlight] if isinstance(highlight, str) else highlight), font_size=font_size,
+        highlight=frozenset([highlight] if isinstance(highlight, str) else highlight),
+        font_size=style.font_size(font_size),
     )
     return TreeDrawer(ModuleTree(module), options).draw()
 
@@ -111,10 +112,14 @@ class TreeDrawer:
         self.row_marks = row_marks or {}
         self.shown: dict[str, Shown] = {}
         self.standin: dict[str, str] = {}  # hidden qualname -> the shown node that stands for it
-        unknown = options.collapse - tree.nodes.keys()
-        if unknown:
-            raise KeyError(f"collapse names modules that named_modules() does not yield: {sorted(unknown)}")
+        for option in ("collapse", "highlight"):
+            unknown = getattr(options, option) - tree.nodes.keys()
+            if unknown:
+                raise KeyError(f"{option}= names modules that named_modules() does not yield: {sorted(unknown)}; "
+                               f"known names: {sorted(tree.nodes)[:10]}...")
         self._choose(tree.root)
+        # a highlighted module inside a collapsed or folded part lights up the node that stands for it
+        self.highlighted = {self.visible(qualname) for qualname in options.highlight}
 
     # -- what is shown ---------------------------------------------------------------------------------------
     def _choose(self, node: TreeNode) -> None:
@@ -193,7 +198,7 @@ class TreeDrawer:
             classes.append("folded")
         if shown.hidden or shown.folded:
             attributes["peripheries"] = "2"
-        if node.qualname in self.options.highlight:
+        if node.qualname in self.highlighted:
             classes.append("highlighted")
             attributes.update(color=style.COLOURS["highlight"], penwidth="3")
         graph.node(node_name(node.qualname), label=self._label(shown), id=svg_id(node.qualname),
