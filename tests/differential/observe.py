@@ -9,7 +9,8 @@ the two are equal:
   `torch.float32` / `torch.FloatTensor` spellings are rewritten the same way (reprs of ParameterList/Dict);
 - modules become ("module", class name); classes become their name, with torch.Tensor / numpy.ndarray both "array";
 - a namedtuple keeps its type name and fields (`_IncompatibleKeys`), dicts keep their type and key order;
-- `raises(fn, *phrases)` records the exception type and which of the key phrases its message contains. On torch
+- `raises(fn, *phrases)` records the exception type and which of the key phrases its (normalised) message
+  contains. On torch
   every phrase must be present (otherwise the scenario is wrong, not the library), so a missing phrase in modulecraft
   shows up as a difference.
 
@@ -48,8 +49,8 @@ class Raised:
 
     def __init__(self, error: BaseException | None, phrases: tuple[str, ...]):
         self.error = error
-        self.message = "" if error is None else (error.args[0] if error.args else "")
-        self.message = str(self.message)
+        first_arg = error.args[0] if error is not None and error.args else ""
+        self.message = normalise_text(str(first_arg))
         self.phrases = phrases
 
     def observed(self, oracle: bool):
@@ -111,7 +112,9 @@ def observe(value, lib, oracle: bool):
         return ("module", type(value).__name__)
     if isinstance(value, type):
         return _type_name(value)
-    if isinstance(value, (np.dtype, np.generic)) or type(value).__name__ == "dtype":
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.dtype) or type(value).__name__ == "dtype":
         return _dtype_name(value)
     if isinstance(value, lib.TensorBase):
         if lib.is_lazy(value):
