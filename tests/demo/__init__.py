@@ -1,0 +1,1 @@
+"""Tests of the instructor demos: the steppers and the demo build."""

@@ -1,0 +1,173 @@
+"""The steppers' sequences of states against what torch (and modulecraft) actually do on the same model.
+
+Each stepper computes its steps from the module alone; these tests run the real mechanism next to it and record
+what happens (the memo's membership tests and contents, the hooks as they fire, the keys a load reports and the
+values that land), then compare step by step.
+"""
+
+import re
+
+import numpy as np
+import pytest
+import torch
+
+from modulecraft.viz.steppers import (LOADED, MISSING, NOT_AN_ARRAY, SIZE_MISMATCH, UNEXPECTED, step_call,
+                                      step_load_state_dict, step_named_modules)
+
+from .models import MODELS, backends
+
+
+# -- named_modules --------------------------------------------------------------------------------------------
+
+
+class RecordingMemo(set):
+    """A memo that logs each membership test named_modules makes on it: (module, was it there?)."""
+
+    def __init__(self):
+        super().__init__()
+        self.tests = []
+
+    def __contains__(self, module):
+        found = super().__contains__(module)
+        self.tests.append((module, found))
+        return found
+
+
+@pytest.mark.parametrize("nn", backends())
+@pytest.mark.parametrize("build", MODELS.values(), ids=MODELS.keys())
+@pytest.mark.parametrize("remove_duplicate", [True, False])
+def test_dfs_steps_follow_named_modules(nn, build, remove_duplicate):
+    model = build(nn)
+    memo = RecordingMemo()
+    yielded, memo_after_each_yield = [], []
+    for prefix, module in model.named_modules(memo=memo, remove_duplicate=remove_duplicate):
+        yielded.append((prefix, id(module)))
+        memo_after_each_yield.append({id(m) for m in memo})
+
+    steps = step_named_modules(model, remove_duplicate=remove_duplicate)
+
+    assert [(s.prefix, id(s.module)) for s in steps if s.yielded] == yielded
+    assert [(id(s.module), not s.yielded) for s in steps] == [(id(m), found) for m, found in memo.tests]
+    memo_per_step = [{id(model.get_submodule(name)) for name in s.memo} for s in steps if s.yielded]
+    assert memo_per_step == memo_after_each_yield
+
+
+def test_a_shared_module_is_skipped_and_lit_at_its_first_name():
+    shared = torch.nn.Linear(2, 2)
+    model = torch.nn.Sequential(torch.nn.Sequential(shared), shared)
+    skipped = [s for s in step_named_modules(model) if not s.yielded]
+    assert [(s.prefix, s.node) for s in skipped] == [("1", "0.0")]
+    assert "already in the memo" in skipped[0].describe()
+
+
+# -- __call__ -------------------------------------------------------------------------------------------------
+
+
+def test_call_steps_follow_the_hooks_as_they_fire():
+    """Hooks of every kind, registered on a torch model, log themselves; the stepper must list them in that order."""
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Sequential(torch.nn.ReLU()))
+    fired = []
+
+    def logger(qualname, kind):
+        return lambda *args, **kwargs: fired.append((qualname, kind)) and None
+
+    handles = [
+        torch.nn.modules.module.register_module_forward_pre_hook(lambda m, args: fired.append(("*", "global pre"))),
+        torch.nn.modules.module.register_module_forward_hook(lambda m, args, out: fired.append(("*", "global fwd"))),
+        model[0].register_forward_pre_hook(logger("0", "pre")),
+        model[0].register_forward_pre_hook(logger("0", "first pre"), prepend=True),
+        model[1][0].register_forward_hook(logger("1.0", "fwd")),
+        model[1].register_forward_hook(logger("1", "fwd with kwargs"), with_kwargs=True),
+        model.register_forward_hook(logger("", "always"), always_call=True),
+    ]
+    try:
+        steps = step_call(model, torch.ones(1, 2))
+        fired.clear()
+        model(torch.ones(1, 2))
+    finally:
+        for handle in handles:
+            handle.remove()
+
+    local_hooks = [(s.module, "hook") for s in steps if "hook" in s.kind and "global" not in s.kind]
+    assert local_hooks == [(qualname, "hook") for qualname, kind in fired if qualname != "*"]
+    global_hooks = [s.kind for s in steps if "global" in s.kind]
+    assert len(global_hooks) == sum(qualname == "*" for qualname, _ in fired)
+    assert [s.module for s in steps if s.kind.startswith("forward") and "start" in s.kind] == ["", "0", "1", "1.0"]
+
+
+# -- load_state_dict ------------------------------------------------------------------------------------------
+
+
+def _perturbed(state_dict):
+    """Every array changed (so a test can see where it lands), shapes and dtypes kept; extra state kept as is."""
+    return {key: value + 7 if hasattr(value, "shape") else value for key, value in state_dict.items()}
+
+
+def _drop(*keys):
+    return lambda sd: {k: v for k, v in sd.items() if k not in keys}
+
+
+def _add(**entries):
+    return lambda sd: {**sd, **{k.replace("__", "."): v(sd) for k, v in entries.items()}}
+
+
+LOAD_SCENARIOS = {
+    "exact": ("nested", lambda sd: sd),
+    "missing": ("nested", _drop("0.bias", "2.0.weight")),
+    "unexpected keys of every kind": ("buffers", _add(
+        stray__weight=lambda sd: sd["0.weight"],  # no module called "stray"
+        **{"0__gain": lambda sd: sd["0.weight"]},  # no such attribute on 0
+        **{"1__scratch": lambda sd: sd["1.running_mean"]},  # a non-persistent buffer
+        **{"2__bias": lambda sd: sd["0.bias"]},  # Linear(bias=False): bias is None
+    )),
+    "size mismatch": ("nested", lambda sd: {**sd, "0.weight": sd["0.weight"][:1], "2.0.bias": sd["2.0.bias"][:1]}),
+    "old scalar as a 1-element vector": ("buffers", lambda sd: {
+        **sd, "1.num_batches_tracked": sd["1.num_batches_tracked"].reshape(1)}),
+    "not an array": ("nested", lambda sd: {**sd, "0.bias": [1.0, 2.0, 3.0]}),
+    "shared module": ("shared", _drop("2.weight")),
+    "extra state": ("extra_state", lambda sd: sd),
+    "extra state missing": ("extra_state", _drop("0._extra_state")),
+    "extra state not wanted": ("nested", lambda sd: {**sd, "1._extra_state": {"count": 3}}),
+    "holes": ("holes", _drop("0.1.weight")),
+    "missing everything, unexpected everything": ("nested", lambda sd: {"x." + k: v for k, v in sd.items()}),
+}
+
+
+def _outcomes(steps, outcome):
+    return [s.key for s in steps if s.outcome == outcome]
+
+
+@pytest.mark.parametrize("nn", backends())
+@pytest.mark.parametrize("model_name, change", LOAD_SCENARIOS.values(), ids=LOAD_SCENARIOS.keys())
+def test_load_steps_follow_load_state_dict(nn, model_name, change):
+    model = MODELS[model_name](nn)
+    checkpoint = change(_perturbed(model.state_dict()))
+    steps = step_load_state_dict(model, checkpoint)
+
+    reported = {}
+    model.register_load_state_dict_post_hook(lambda module, keys: reported.update(
+        missing=list(keys.missing_keys), unexpected=list(keys.unexpected_keys)))
+    refused = []
+    try:
+        model.load_state_dict(checkpoint, strict=False)
+    except RuntimeError as error:
+        refused = re.findall(r'size mismatch for ([^:]+):|parameter named "([^"]+)"', str(error))
+    assert _outcomes(steps, MISSING) == reported["missing"]
+    assert _outcomes(steps, UNEXPECTED) == reported["unexpected"]
+    assert _outcomes(steps, SIZE_MISMATCH) == [m for m, _ in refused if m]
+    assert _outcomes(steps, NOT_AN_ARRAY) == [n for _, n in refused if n]
+    if not refused:  # torch copies nothing when any entry is refused; otherwise every "loaded" entry landed
+        after = model.state_dict()
+        for key in _outcomes(steps, LOADED):
+            if key.endswith("_extra_state"):
+                continue
+            assert np.array_equal(np.asarray(after[key]).ravel(), np.asarray(checkpoint[key]).ravel()), key
+
+
+def test_load_steps_say_why_a_key_is_unexpected():
+    model = MODELS["buffers"](torch.nn)
+    checkpoint = {**model.state_dict(), "1.scratch": torch.zeros(3), "2.bias": torch.zeros(3), "3.x": torch.zeros(1)}
+    reasons = {s.key: s.reason for s in step_load_state_dict(model, checkpoint) if s.outcome == UNEXPECTED}
+    assert "non-persistent buffer" in reasons["1.scratch"]
+    assert "is None" in reasons["2.bias"]
+    assert "no submodule named '3'" in reasons["3.x"]
