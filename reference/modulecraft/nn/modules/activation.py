@@ -1,0 +1,25 @@
+"""``ReLU``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from modulecraft.nn.modules.module import Module
+
+__all__ = ["ReLU"]
+
+
+class ReLU(Module):
+    """``max(0, x)`` elementwise; ``inplace=True`` overwrites the input array."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input):
+        if self.inplace:
+            return np.maximum(input, 0, out=input)
+        return np.maximum(input, 0)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""

@@ -1,0 +1,239 @@
+"""Parameters and buffers: numpy arrays that a Module recognises on assignment.
+
+torch's ``Parameter`` and ``Buffer`` are Tensor subclasses; ours are ``np.ndarray`` subclasses. What numpy
+forces us to do differently (each is documented where it happens):
+
+* An array cannot change dtype or shape in place, so conversions such as ``Module.double()`` put *new*
+  Parameter objects into the module (torch keeps the object and swaps its storage).
+* There is no autograd: ``requires_grad`` and ``grad`` are plain attributes that nothing fills in by itself.
+* Results of arithmetic, indexing and numpy functions are plain ``np.ndarray`` (as torch's results are plain
+  Tensors), so ``p * 2`` assigned to a module attribute does not register a parameter by accident.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Parameter", "UninitializedParameter", "is_lazy", "Buffer", "UninitializedBuffer",
+           "UninitializedTensorMixin"]
+
+
+def _plain(value: Any) -> Any:
+    """Turn our array subclasses (also inside tuples/lists) into plain ndarray views of the same memory."""
+    if isinstance(value, _StateArray):
+        return value.view(np.ndarray)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_plain(v) for v in value)
+    return value
+
+
+class _StateArray(np.ndarray):
+    """An ndarray whose derived arrays (arithmetic, indexing, numpy functions) come out as plain ndarrays.
+
+    Only the object the user created is special; anything computed from it is ordinary data, as in torch.
+    """
+
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        if type(array) is not np.ndarray:  # an in-place ufunc wrote into an array of ours: keep it
+            return array
+        return array[()] if return_scalar else array
+
+    def __array_function__(self, func, types, args, kwargs):
+        return _plain(super().__array_function__(func, types, args, kwargs))
+
+    def __getitem__(self, key):
+        return _plain(super().__getitem__(key))
+
+    # Hash by identity, as torch tensors do, so parameters can live in sets and dict keys.
+    __hash__ = object.__hash__
+
+    def detach(self) -> np.ndarray:
+        """A plain ndarray sharing this array's memory (what torch's ``Tensor.detach`` returns)."""
+        return self.view(np.ndarray)
+
+    @property
+    def data(self) -> np.ndarray:  # type: ignore[override]
+        """Like torch's ``.data``: the values as a plain array sharing memory (shadows ndarray's raw buffer)."""
+        return self.view(np.ndarray)
+
+
+class _FlagInstanceCheck(type):
+    """``isinstance(x, Cls)`` is also true for any ndarray carrying ``Cls._instance_flag`` set to True.
+
+    torch recognises parameters by the ``_is_param`` flag rather than by class, so a learner's own
+    ``class MyParameter(np.ndarray): _is_param = True`` counts as a Parameter everywhere Module dispatches.
+    Only the class that declares the flag checks it (``UninitializedParameter`` stays a plain class check).
+    """
+
+    def __instancecheck__(cls, instance: Any) -> bool:
+        flag = cls.__dict__.get("_instance_flag")
+        if flag is not None and isinstance(instance, np.ndarray) and getattr(instance, flag, False):
+            return True
+        return super().__instancecheck__(instance)
+
+
+def _rebuild_parameter(cls, data, requires_grad):
+    return cls(data, requires_grad)
+
+
+class Parameter(_StateArray, metaclass=_FlagInstanceCheck):
+    """An array that a Module registers as a parameter when it is assigned as an attribute.
+
+    ``Parameter(data)`` shares memory with ``data`` when it already is an ndarray (as torch's shares the
+    tensor's storage); anything array-like is accepted. ``requires_grad`` defaults to True and ``grad``
+    starts as None. The repr starts with ``Parameter containing:`` followed by numpy's repr of the values.
+    """
+
+    _instance_flag = "_is_param"
+    _is_param = True
+
+    def __new__(cls, data=None, requires_grad: bool = True):
+        if data is None:
+            data = np.empty(0, dtype=np.float32)
+        self = np.asarray(data).view(cls)
+        self.requires_grad = requires_grad
+        self.grad = None
+        return self
+
+    def __array_finalize__(self, obj) -> None:
+        self.requires_grad = getattr(obj, "requires_grad", True)
+        self.grad = None
+
+    def requires_grad_(self, requires_grad: bool = True) -> Parameter:
+        self.requires_grad = requires_grad
+        return self
+
+    def __repr__(self) -> str:
+        return "Parameter containing:\n" + repr(self.view(np.ndarray))
+
+    def __deepcopy__(self, memo):
+        # copy.deepcopy consults and fills ``memo`` around this call, so a shared parameter is copied once.
+        # Like torch, the copy gets the values and requires_grad, not the grad.
+        return type(self)(np.array(self, copy=True), self.requires_grad)
+
+    def __reduce_ex__(self, protocol):
+        return _rebuild_parameter, (type(self), np.asarray(self), self.requires_grad)
+
+
+class Buffer(_StateArray, metaclass=_FlagInstanceCheck):
+    """An array that a Module registers as a buffer when assigned as an attribute (torch 2.13's ``nn.Buffer``).
+
+    ``persistent`` says whether it goes into the ``state_dict``. Shares memory with ``data``.
+    Any ndarray with ``_is_buffer = True`` passes ``isinstance(x, Buffer)``.
+    """
+
+    _instance_flag = "_is_buffer"
+    _is_buffer = True
+
+    def __new__(cls, data=None, *, persistent: bool = True):
+        if data is None:
+            data = np.empty(0, dtype=np.float32)
+        self = np.asarray(data).view(cls)
+        self.persistent = persistent
+        return self
+
+    def __array_finalize__(self, obj) -> None:
+        self.persistent = getattr(obj, "persistent", True)
+
+    def __deepcopy__(self, memo):
+        return type(self)(np.array(self, copy=True), persistent=self.persistent)
+
+    def __reduce_ex__(self, protocol):
+        return _rebuild_buffer, (type(self), np.asarray(self), self.persistent)
+
+
+def _rebuild_buffer(cls, data, persistent):
+    return cls(data, persistent=persistent)
+
+
+class UninitializedTensorMixin:
+    """The shape-less state of a lazy parameter or buffer, until ``materialize`` gives it a shape.
+
+    It holds no values; asking for ``shape`` raises torch's error. ``materialize`` works in place, like
+    torch's: the same object grows to the requested shape (zero-filled: numpy has no uninitialised memory
+    we would want to show) and changes its class to ``cls_to_become``, so every reference to it (the
+    module's dictionary, a learner's variable) sees the materialised array.
+    """
+
+    cls_to_become: type
+
+    def materialize(self, shape, device=None, dtype=None) -> None:
+        """Give the array ``shape`` (and optionally ``dtype``) in place and turn it into ``cls_to_become``."""
+        if dtype is not None:
+            self.dtype = np.dtype(dtype)  # allowed: the array holds no elements yet
+        np.ndarray.resize(self, tuple(shape) if np.iterable(shape) else (shape,), refcheck=False)
+        self.__class__ = self.cls_to_become
+
+    @property
+    def shape(self):
+        raise RuntimeError(
+            "Can't access the shape of an uninitialized parameter or buffer. "
+            "This error usually happens in `load_state_dict` when trying to load "
+            "an uninitialized parameter into an initialized one. "
+            "Call `forward` to initialize the parameters before accessing their attributes."
+        )
+
+    def astype(self, dtype, *args, **kwargs):
+        """A dtype conversion of something that has no values yet: a new uninitialised one of that dtype."""
+        dtype = np.dtype(dtype)
+        return self if dtype == self.dtype else self._like(dtype)
+
+    def __repr__(self) -> str:
+        return f"<{self.__class__.__name__}>"
+
+    __str__ = __repr__
+
+    def __deepcopy__(self, memo):
+        return self._like(self.dtype)
+
+
+def _empty_owned(cls, dtype) -> np.ndarray:
+    """A zero-size array of class ``cls`` that owns its memory, so that it can be resized in place later."""
+    return np.ndarray.__new__(cls, (0,), dtype=np.float32 if dtype is None else dtype)
+
+
+def is_lazy(param: Any) -> bool:
+    """Whether ``param`` is an ``UninitializedParameter`` or ``UninitializedBuffer``."""
+    return isinstance(param, UninitializedTensorMixin)
+
+
+class UninitializedParameter(UninitializedTensorMixin, Parameter):
+    """A parameter whose shape is not known yet (used by lazy modules); ``materialize`` makes it a Parameter."""
+
+    cls_to_become = Parameter
+
+    def __new__(cls, requires_grad: bool = True, device=None, dtype=None):
+        self = _empty_owned(cls, dtype)
+        self.requires_grad = requires_grad
+        self.grad = None
+        return self
+
+    def _like(self, dtype):
+        return type(self)(self.requires_grad, dtype=dtype)
+
+    def __reduce_ex__(self, protocol):
+        return type(self), (self.requires_grad, None, self.dtype)
+
+
+class UninitializedBuffer(UninitializedTensorMixin, Buffer):
+    """A buffer whose shape is not known yet; ``materialize`` turns it into a plain ``np.ndarray``.
+
+    numpy cannot change an array's class to the base ``np.ndarray`` in place, so the materialised buffer
+    becomes a :class:`Buffer` (which is an ndarray and keeps its ``persistent`` flag).
+    """
+
+    cls_to_become = Buffer
+
+    def __new__(cls, requires_grad: bool = False, device=None, dtype=None, persistent: bool = True):
+        self = _empty_owned(cls, dtype)
+        self.persistent = persistent
+        self.requires_grad = requires_grad
+        return self
+
+    def _like(self, dtype):
+        return type(self)(self.requires_grad, dtype=dtype, persistent=self.persistent)
+
+    def __reduce_ex__(self, protocol):
+        return type(self), (self.requires_grad, None, self.dtype, self.persistent)
