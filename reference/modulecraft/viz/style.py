@@ -36,15 +36,21 @@ COLOURS = {
     "loads": "#d3f9d8",
 }
 
-# What each mark means, shown in the legend (order = legend order).
+# What each mark means, shown in the legend: (chip text, or None for a colour swatch; colour; meaning).
 LEGEND = [
-    ("parameter", COLOURS["parameter"], "parameter: shape, dtype, requires_grad"),
-    ("buffer", COLOURS["buffer"], "buffer (○ = non-persistent, not in state_dict)"),
+    (None, COLOURS["parameter"], "parameter: shape, dtype, requires_grad"),
+    (None, COLOURS["buffer"], "buffer (○ = non-persistent, not in state_dict)"),
     ("pre", COLOURS["pre_hook"], "forward pre-hooks registered here"),
     ("fwd", COLOURS["forward_hook"], "forward hooks registered here"),
     ("eval", COLOURS["eval"], "module in eval mode (grey)"),
     ("lazy", COLOURS["lazy"], "uninitialised (lazy) parameter"),
     ("- - ▸", COLOURS["shared"], "second path to a shared module / parameter"),
+]
+LOAD_LEGEND = [
+    (None, COLOURS["loads"], "loads from the state_dict"),
+    (None, COLOURS["missing"], "missing key"),
+    (None, COLOURS["mismatch"], "size mismatch"),
+    (None, COLOURS["unexpected"], "unexpected key"),
 ]
 
 
@@ -99,12 +105,11 @@ def chip(label: str, colour: str, size: float) -> str:
     return font(text(label), colour=colour, size=size, bold=True)
 
 
-def legend_label(font_size: float) -> str:
+def legend_label(font_size: float, entries: list[tuple[str | None, str, str]]) -> str:
     small = font_size * 0.85
     rows = [cell(font("legend", bold=True, size=small), colspan=2, align="left")]
-    for sample, colour, meaning in LEGEND:
-        swatch = (cell("", bgcolor=colour, border=1, width=14) if sample in ("parameter", "buffer")
-                  else cell(chip(sample, colour, small)))
+    for sample, colour, meaning in entries:
+        swatch = cell("", bgcolor=colour, border=1, width=14) if sample is None else cell(chip(sample, colour, small))
         rows.append(swatch + cell(font(text(meaning), size=small), align="left"))
     return html_label(table(rows, cellspacing=2, border=1, color=COLOURS["shared"], bgcolor="white"))
 

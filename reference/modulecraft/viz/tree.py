@@ -109,7 +109,6 @@ class TreeDrawer:
     def __init__(self, tree: ModuleTree, options: TreeOptions, row_marks: dict[str, dict[str, RowMark]] | None = None):
         self.tree = tree
         self.options = options
-        self.row_marks = row_marks or {}
         self.shown: dict[str, Shown] = {}
         self.standin: dict[str, str] = {}  # hidden qualname -> the shown node that stands for it
         for option in ("collapse", "highlight"):
@@ -118,8 +117,15 @@ class TreeDrawer:
                 raise KeyError(f"{option}= names modules that named_modules() does not yield: {sorted(unknown)}; "
                                f"known names: {sorted(tree.nodes)[:10]}...")
         self._choose(tree.root)
-        # a highlighted module inside a collapsed or folded part lights up the node that stands for it
+        # a highlighted or marked module inside a collapsed or folded part shows on the node that stands for it
         self.highlighted = {self.visible(qualname) for qualname in options.highlight}
+        self.row_marks: dict[str, dict[str, RowMark]] = {}
+        for qualname, marks in (row_marks or {}).items():
+            shown = self.visible(qualname)
+            inside = not shown or qualname == shown or qualname.startswith(shown + ".")
+            relative = qualname[len(shown):].lstrip(".") if inside else qualname
+            for name, mark in marks.items():
+                self.row_marks.setdefault(shown, {})[introspect.join(relative, name)] = mark
 
     # -- what is shown ---------------------------------------------------------------------------------------
     def _choose(self, node: TreeNode) -> None:
@@ -170,7 +176,8 @@ class TreeDrawer:
         if note:
             graph.attr(label=note)
         if self.options.legend:
-            graph.node("legend", label=style.legend_label(size), shape="plain", style="solid", id="mc-legend",
+            entries = style.LEGEND + (style.LOAD_LEGEND if self.row_marks else [])
+            graph.node("legend", label=style.legend_label(size, entries), shape="plain", style="solid", id="mc-legend",
                        **{"class": "legend"})
         for shown in self.shown.values():
             self._draw_node(graph, shown)
