@@ -12,7 +12,8 @@ from traitlets.config import Config
 
 COURSE_ID = "modulecraft"
 REPO_ROOT = Path(__file__).resolve().parent.parent
-COURSE_SOURCE = REPO_ROOT / "course" / "source"
+# The chapters with solutions and hidden tests; tests point it at their own chapters.
+COURSE_SOURCE = Path(os.environ.get("MODULECRAFT_COURSE_SOURCE") or REPO_ROOT / "course" / "source")
 
 # Per-cell wall-clock limit. The chapters' cells run in well under a second; the headroom absorbs a loaded
 # machine, where nbgrader's default of 30 s turned correct work into timeouts (see the shared nbgrader notes).
@@ -35,6 +36,7 @@ def nbgrader_config(root: str | os.PathLike, course_id: str = COURSE_ID) -> Conf
     c.Execute.timeout = CELL_TIMEOUT
     c.Execute.interrupt_on_timeout = True
     c.Execute.startup_timeout = CELL_TIMEOUT
+    c.Execute.extra_arguments = ["--IPKernelApp.log_level=ERROR"]  # not the "TCP without encryption" warning
     c.NbGraderAPI.log_level = "WARN"
     # Feedback: hidden tests are removed from the cells, and the tracebacks that would still quote them are
     # reduced to "ErrorName: message" (the assertion messages are written for the learner).

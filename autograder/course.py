@@ -86,12 +86,13 @@ class Course:
         return sorted(p.name for p in submitted.iterdir() if p.is_dir()) if submitted.is_dir() else []
 
     # -- grading ----------------------------------------------------------------------------------------
-    def grade(self, students=None, chapters=None, *, workers: int | None = None, progress=None) -> GradingReport:
+    def grade(self, students=None, chapters=None, *, workers: int | None = None, progress=None,
+              force: bool = False) -> GradingReport:
         """Autograde the submissions of `students` x `chapters` (default: all) in parallel, safely."""
         students = [students] if isinstance(students, str) else (students or self.students())
         jobs = [(student, chapter) for chapter in self._chapters(chapters) for student in students
                 if self.submission_path(student, chapter).exists()]
-        return grade_class(self, jobs, workers=workers, progress=progress)
+        return grade_class(self, jobs, workers=workers, progress=progress, force=force)
 
     def gradebook(self) -> Gradebook:
         return Gradebook(f"sqlite:///{self.root / 'gradebook.db'}", course_id=self.course_id)

@@ -16,7 +16,10 @@ import multiprocessing
 import os
 import sys
 import time
+import warnings
 from pathlib import Path
+
+import sqlalchemy.exc
 
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.apps import NbGraderAPI
@@ -137,6 +140,8 @@ _apis: dict[tuple[str, str], NbGraderAPI] = {}
 def grade_submission(root: str, course_id: str, student: str, chapter: str) -> Outcome:
     """Autograde one submission (in a worker process): inspect, execute sandboxed, retry once, record."""
     os.environ[course_config.GRADING_ENV_VAR] = "1"
+    # nbgrader's first autograde of a student trips this harmless SQLAlchemy warning on every submission.
+    warnings.filterwarnings("ignore", category=sqlalchemy.exc.SAWarning)
     api = _apis.get((root, course_id)) or _apis.setdefault((root, course_id),
                                                            nbgrader_api(root, course_id, grading=True))
     root_path = Path(root)

@@ -1,0 +1,165 @@
+"""Self-check for learners: grade a copy of your own notebook against the hidden tests, no server needed.
+
+In a notebook, the chapter's last cell runs `check_my_work()`; in a terminal, `python -m autograder check
+<notebook.ipynb>`. Both grade a copy (the learner's notebook is never modified) in a private grading folder
+cached under `~/.cache/modulecraft/selfcheck`, built from the course's source chapters, and print the score
+of every graded test cell with its feedback.
+"""
+from __future__ import annotations
+
+import dataclasses
+import fcntl
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+
+from . import config as course_config
+
+LEARNER = "learner"
+
+
+def check_my_work(chapter: str | None = None) -> None:
+    """Grade the notebook this kernel belongs to (as last saved) and print the score per exercise."""
+    if os.environ.get(course_config.GRADING_ENV_VAR):
+        print("check_my_work: skipped while grading")
+        return
+    notebook = find_my_notebook(chapter)
+    command = [sys.executable, "-m", "autograder", "check", str(notebook)]
+    if chapter:
+        command += ["--chapter", chapter]
+    # A separate process: the grader runs its own event loop and kernel, which cannot nest in this one.
+    done = subprocess.run(command, capture_output=True, text=True)
+    print(done.stdout, end="")
+    if done.returncode not in (0, 1):
+        print(done.stderr, end="", file=sys.stderr)
+
+
+def find_my_notebook(chapter: str | None = None) -> Path:
+    """The notebook of this kernel: Jupyter's JPY_SESSION_NAME, else `<chapter>.ipynb` in the current folder."""
+    session = os.environ.get("JPY_SESSION_NAME")
+    candidates = []
+    if session:
+        candidates += [Path(session), Path.cwd() / Path(session).name]
+    name = chapter or Path.cwd().name
+    candidates.append(Path.cwd() / f"{name}.ipynb")
+    for candidate in candidates:
+        if candidate.suffix == ".ipynb" and candidate.is_file():
+            return candidate.resolve()
+    raise FileNotFoundError(
+        f"check_my_work could not find your notebook (looked for {', '.join(map(str, candidates))}); "
+        "pass the chapter, e.g. check_my_work('01_init_and_call'), or run "
+        "`python -m autograder check <notebook.ipynb>` in a terminal")
+
+
+@dataclasses.dataclass
+class TestResult:
+    grade_id: str
+    score: float
+    max_score: float
+    feedback: str
+
+
+@dataclasses.dataclass
+class CheckResult:
+    notebook: Path
+    chapter: str
+    tests: list[TestResult]
+    problems: list[str]  # why the grade would need a person's look in class (tampering, crash, ...)
+
+    @property
+    def score(self) -> float:
+        return sum(t.score for t in self.tests)
+
+    @property
+    def max_score(self) -> float:
+        return sum(t.max_score for t in self.tests)
+
+    def render(self) -> str:
+        saved = datetime.fromtimestamp(self.notebook.stat().st_mtime).strftime("%H:%M:%S")
+        width = max([len(t.grade_id) for t in self.tests] + [10])
+        lines = [f"Checked {self.notebook.name} as saved at {saved} (save first if you changed it since)."]
+        for test in self.tests:
+            lines.append(f"  {test.grade_id:<{width}}  {test.score:g}/{test.max_score:g}  {test.feedback}")
+        lines += [f"  ! {problem}" for problem in self.problems]
+        lines.append(f"Total: {self.score:g}/{self.max_score:g}")
+        return "\n".join(lines)
+
+
+def check_notebook(notebook, chapter: str | None = None, source=None) -> CheckResult:
+    """Grade a copy of `notebook` as chapter `chapter` (default: its file name) against the hidden tests."""
+    from .course import Course
+    from .grading import grade_submission
+
+    notebook = Path(notebook).resolve()
+    chapter = chapter or notebook.stem
+    source = Path(source or course_config.COURSE_SOURCE).resolve()
+    source_notebook = source / chapter / f"{chapter}.ipynb"
+    if not source_notebook.is_file():
+        raise FileNotFoundError(f"no chapter {chapter!r} in {source}: name the chapter with --chapter "
+                                f"(one of {sorted(p.name for p in source.iterdir() if p.is_dir())})")
+    root = cache_root(source_notebook)
+    with _locked(root / ".lock"):
+        course = Course(root, source=source)
+        released = root / f".released-{chapter}"
+        digest = _sha256(source_notebook)
+        if not released.exists() or released.read_text() != digest:
+            course.release([chapter])
+            released.write_text(digest)
+        course.submit(LEARNER, chapter, notebook)
+        outcome = grade_submission(str(course.root), course.course_id, LEARNER, chapter)
+        tests = _test_results(course, chapter) if outcome.max_score or not outcome.needs_review else []
+    return CheckResult(notebook, chapter, tests, outcome.needs_review)
+
+
+def _test_results(course, chapter: str) -> list[TestResult]:
+    """One result per graded test cell, in notebook order, with the error the cell ended on."""
+    from .feedback import error_line
+
+    scores = course.scores(LEARNER, chapter)
+    graded = course.root / "autograded" / LEARNER / chapter / f"{chapter}.ipynb"
+    cells = json.loads(graded.read_text())["cells"] if graded.exists() else []
+    feedback, order = {}, []
+    for cell in cells:
+        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        if grade_id not in scores:
+            continue
+        order.append(grade_id)
+        errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+        if errors:
+            feedback[grade_id] = error_line(errors[0]["ename"], errors[0]["evalue"])
+    order += [grade_id for grade_id in scores if grade_id not in order]
+    return [TestResult(grade_id, *scores[grade_id],
+                       "ok" if scores[grade_id][0] == scores[grade_id][1] else feedback.get(grade_id, "not run"))
+            for grade_id in order]
+
+
+def cache_root(source_notebook: Path) -> Path:
+    """A grading folder per course source, private to this user."""
+    base = Path(os.environ.get("MODULECRAFT_SELFCHECK_CACHE") or Path.home() / ".cache" / "modulecraft" / "selfcheck")
+    key = hashlib.sha256(str(source_notebook.parent.parent).encode()).hexdigest()[:12]
+    root = base / key
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+class _locked:
+    """An exclusive lock file: two checks at once share one grading folder safely."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def __enter__(self):
+        self.file = open(self.path, "a")
+        fcntl.flock(self.file, fcntl.LOCK_EX)
+
+    def __exit__(self, *exc):
+        fcntl.flock(self.file, fcntl.LOCK_UN)
+        self.file.close()
