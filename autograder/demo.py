@@ -1,0 +1,241 @@
+"""Demo material for instructors: every chapter's solution notebook, executed, and a reveal.js slide deck of it.
+
+    python -m autograder.demo build [--out demo/] [--chapters 05_traversal 06_hooks] [--font-size 20]
+
+The chapters in ``course/source`` carry no slide metadata, so the deck is cut at build time, on a copy, by rules
+that follow the anatomy of a chapter (an existing ``slideshow`` metadata always wins):
+
+- each ``#`` or ``##`` heading starts a slide, each deeper heading a sub-slide below it; other prose continues;
+- a code cell whose output is a drawing (SVG) gets a sub-slide of its own; code with other output continues;
+- left out: solutions and graded tests (a deck is shown to the class before they do the exercises), code cells
+  without output (imports, plumbing that plugs an exercise in), and the "Check your work" section.
+
+Drawings are rendered with a larger font for the projector (``$MODULECRAFT_VIZ_FONTSIZE`` in the kernel).
+Steppers show their static sequence of steps in the deck, since no kernel answers the buttons of a slide.
+Everything is written under the output folder; nothing else is touched.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import html
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+from nbconvert import SlidesExporter
+
+from .config import CELL_TIMEOUT, COURSE_SOURCE, GRADING_ENV_VAR, REPO_ROOT
+
+DEFAULT_OUT = REPO_ROOT / "demo"
+PROJECTOR_FONT_SIZE = 20  # points, for modulecraft.viz drawings
+MARKER = ".modulecraft-demo"  # marks a folder as ours, so a rebuild never clobbers someone else's files
+SKIPPED_SECTIONS = ("check your work",)
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+SOLUTION_MARKERS = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n?", re.M)
+
+
+def chapters(source: Path = COURSE_SOURCE) -> list[str]:
+    """The chapters in ``source``: folders ``<ch>`` holding ``<ch>.ipynb``, in order."""
+    return sorted(p.parent.name for p in source.glob("*/*.ipynb") if p.stem == p.parent.name)
+
+
+# -- slide metadata --------------------------------------------------------------------------------------------
+
+
+def _heading_level(cell) -> int:
+    """The level of the markdown heading the cell starts with (0 when it does not start with one)."""
+    match = re.match(r"\s*(#{1,6})\s", cell.source) if cell.cell_type == "markdown" else None
+    return len(match.group(1)) if match else 0
+
+
+def _has_drawing(cell) -> bool:
+    """A graph, a figure or a stepper in the outputs (an image, or HTML that embeds an SVG)."""
+    return any(any(kind.startswith("image/") for kind in data) or "<svg" in data.get("text/html", "")
+               for data in (output.get("data", {}) for output in cell.get("outputs", [])))
+
+
+def _is_exercise_machinery(cell) -> bool:
+    """Solution cells, graded test cells, and the self-check: the learners' work, not the lecture."""
+    grading = cell.metadata.get("nbgrader", {})
+    return bool(grading.get("solution") or grading.get("grade")) or "check_my_work(" in cell.source
+
+
+def slide_type(cell) -> str:
+    """The reveal.js role of one executed cell, by the rules in the module docstring."""
+    level = _heading_level(cell)
+    if level:
+        return "slide" if level <= 2 else "subslide"
+    if cell.cell_type == "markdown":
+        return "-"
+    if _is_exercise_machinery(cell) or not cell.get("outputs"):
+        return "skip"
+    return "subslide" if _has_drawing(cell) else "-"
+
+
+def assign_slides(notebook):
+    """A copy of the executed ``notebook`` with a slide type on every cell and the left-out cells removed."""
+    deck = copy.deepcopy(notebook)
+    kept, skipping_section = [], 0  # heading level of the section being left out (0: none)
+    for cell in deck.cells:
+        level = _heading_level(cell)
+        if level and (not skipping_section or level <= skipping_section):
+            heading = cell.source.lstrip().lstrip("#").strip().lower()
+            skipping_section = level if heading.startswith(SKIPPED_SECTIONS) else 0
+        slideshow = cell.metadata.setdefault("slideshow", {})
+        if "slide_type" not in slideshow:
+            slideshow["slide_type"] = "skip" if skipping_section else slide_type(cell)
+        if slideshow["slide_type"] != "skip":
+            kept.append(cell)
+    deck.cells = kept
+    _outputs_for_slides(deck)
+    return deck
+
+
+def _outputs_for_slides(deck) -> None:
+    """Show every SVG inline and every stepper as its static sequence.
+
+    nbconvert turns an ``image/svg+xml`` output into an escaped or base64 ``<img>``; as HTML it stays a real
+    ``<svg>``, scaled with the slide. A widget view that has an HTML fallback is dropped: no kernel answers
+    the buttons of a slide.
+    """
+    for cell in deck.cells:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if "image/svg+xml" in data and "text/html" not in data:
+                svg = data["image/svg+xml"]
+                data["text/html"] = svg[svg.find("<svg"):]
+            if WIDGET_VIEW in data and "text/html" in data:
+                del data[WIDGET_VIEW]
+    deck.metadata.pop("widgets", None)
+
+
+# -- building --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Built:
+    chapter: str
+    notebook: Path
+    slides: Path | None
+    error: str = ""
+
+
+def _strip_solution_markers(notebook) -> None:
+    """The demo shows solved code without nbgrader's ``### BEGIN/END SOLUTION`` lines."""
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            cell.source = SOLUTION_MARKERS.sub("", cell.source)
+
+
+def execute(notebook, workdir: Path, font_size: float) -> None:
+    """Run the notebook in place in ``workdir``; the kernel draws for a projector and skips the self-check."""
+    env = {**os.environ, "MODULECRAFT_VIZ_FONTSIZE": f"{font_size:g}", GRADING_ENV_VAR: "1"}
+    client = NotebookClient(notebook, timeout=CELL_TIMEOUT, kernel_name="python3",
+                            extra_arguments=["--InlineBackend.figure_formats=svg"],  # crisp figures on a projector
+                            resources={"metadata": {"path": str(workdir)}})
+    client.execute(env=env)
+
+
+def export_slides(deck) -> str:
+    exporter = SlidesExporter(reveal_scroll=True, reveal_transition="none", exclude_input_prompt=True,
+                              exclude_output_prompt=True)
+    body, _ = exporter.from_notebook_node(deck)
+    return body
+
+
+def build_chapter(chapter: str, out: Path, source: Path, font_size: float) -> Built:
+    """Copy the chapter folder into ``out/<chapter>``, execute its notebook there, and write its deck."""
+    target = out / chapter
+    target.mkdir(parents=True, exist_ok=True)
+    for asset in (source / chapter).iterdir():
+        if asset.is_file() and asset.suffix != ".ipynb":
+            (target / asset.name).write_bytes(asset.read_bytes())
+    notebook = nbformat.read(source / chapter / f"{chapter}.ipynb", as_version=4)
+    _strip_solution_markers(notebook)
+    executed = target / f"{chapter}.ipynb"
+    try:
+        execute(notebook, target, font_size)
+    except CellExecutionError as error:
+        nbformat.write(notebook, executed)
+        return Built(chapter, executed, None, f"{error.ename}: {error.evalue}")
+    nbformat.write(notebook, executed)
+    slides = target / f"{chapter}.slides.html"
+    slides.write_text(export_slides(assign_slides(notebook)), encoding="utf-8")
+    return Built(chapter, executed, slides)
+
+
+def _claim(out: Path) -> None:
+    """Make sure ``out`` is ours to write: new, empty, or built by us before; never the course's own folders."""
+    out = out.resolve()
+    if out == COURSE_SOURCE.resolve() or COURSE_SOURCE.resolve() in out.parents or out in COURSE_SOURCE.parents:
+        raise SystemExit(f"demo: refusing to build into {out}: it holds the course sources. Pick another --out.")
+    if out.exists() and any(out.iterdir()) and not (out / MARKER).exists():
+        raise SystemExit(f"demo: {out} already has files that the demo build did not make; refusing to write "
+                         "there. Pick an empty or new folder with --out.")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / MARKER).write_text("Built by `python -m autograder.demo build`; safe to delete.\n")
+
+
+def write_index(out: Path, built: list[Built]) -> Path:
+    rows = []
+    for item in built:
+        notebook = html.escape(item.notebook.relative_to(out).as_posix())
+        if item.slides:
+            slides = f'<a href="{html.escape(item.slides.relative_to(out).as_posix())}">slides</a>'
+        else:
+            slides = f"<em>not built: {html.escape(item.error)}</em>"
+        rows.append(f"<tr><td>{html.escape(item.chapter)}</td><td>{slides}</td>"
+                    f'<td><a href="{notebook}">executed notebook</a></td></tr>')
+    index = out / "index.html"
+    index.write_text("<!doctype html><meta charset='utf-8'><title>modulecraft demos</title>"
+                     "<h1>modulecraft: instructor demos</h1><table>" + "".join(rows) + "</table>\n",
+                     encoding="utf-8")
+    return index
+
+
+def build(out: Path = DEFAULT_OUT, chapter_names=None, source: Path = COURSE_SOURCE,
+          font_size: float = PROJECTOR_FONT_SIZE, progress=print) -> list[Built]:
+    """Build the demo material of ``chapter_names`` (default: every chapter in ``source``) into ``out``."""
+    known = chapters(source)
+    selected = known if not chapter_names else list(chapter_names)
+    unknown = sorted(set(selected) - set(known))
+    if unknown:
+        raise SystemExit(f"demo: unknown chapter(s) {unknown}; {source} has {known}")
+    if not selected:
+        raise SystemExit(f"demo: no chapters found in {source} (expected <chapter>/<chapter>.ipynb)")
+    _claim(out)
+    built = []
+    for chapter in selected:
+        progress(f"demo: {chapter} ...")
+        item = build_chapter(chapter, out, source, font_size)
+        progress(f"demo: {chapter}: " + (f"slides {item.slides}" if item.slides else f"FAILED: {item.error}"))
+        built.append(item)
+    progress(f"demo: open {write_index(out, built)}")
+    return built
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m autograder.demo", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    command = commands.add_parser("build", help="execute every chapter's solution notebook and build its slides")
+    command.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder (default: demo/ in the repo)")
+    command.add_argument("--chapters", nargs="+", metavar="CHAPTER", help="only these chapters (default: all)")
+    command.add_argument("--font-size", type=float, default=PROJECTOR_FONT_SIZE,
+                         help=f"font size of the drawings, in points (default: {PROJECTOR_FONT_SIZE})")
+    args = parser.parse_args(argv)
+    built = build(args.out, args.chapters, font_size=args.font_size)
+    failed = [item.chapter for item in built if not item.slides]
+    if failed:
+        print(f"demo: {len(failed)} chapter(s) failed to execute: {failed}; their notebooks in {args.out} show "
+              "where.", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
