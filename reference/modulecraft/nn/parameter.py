@@ -46,6 +46,10 @@ class _StateArray(np.ndarray):
     def __getitem__(self, key):
         return _plain(super().__getitem__(key))
 
+    @property
+    def T(self) -> np.ndarray:
+        return self.view(np.ndarray).T
+
     # Hash by identity, as torch tensors do, so parameters can live in sets and dict keys.
     __hash__ = object.__hash__
 
@@ -57,6 +61,21 @@ class _StateArray(np.ndarray):
     def data(self) -> np.ndarray:  # type: ignore[override]
         """Like torch's ``.data``: the values as a plain array sharing memory (shadows ndarray's raw buffer)."""
         return self.view(np.ndarray)
+
+
+def _returning_plain(method):
+    def plain_result(self, *args, **kwargs):
+        return _plain(method(self, *args, **kwargs))
+
+    plain_result.__name__ = method.__name__
+    plain_result.__doc__ = method.__doc__
+    return plain_result
+
+
+# ndarray methods that build a new array (or a view) of the caller's class; ours give plain arrays instead.
+for _name in ("reshape", "transpose", "swapaxes", "squeeze", "ravel", "flatten", "copy", "astype", "repeat",
+              "take", "diagonal", "dot", "round", "clip", "cumsum", "cumprod"):
+    setattr(_StateArray, _name, _returning_plain(getattr(np.ndarray, _name)))
 
 
 class _FlagInstanceCheck(type):

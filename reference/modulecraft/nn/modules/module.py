@@ -166,37 +166,53 @@ def _forward_unimplemented(self, *input: Any) -> None:
     raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
 
-class _SharedConversion:
-    """Wraps ``_apply``'s function so each distinct array is converted once, however often it is shared.
+class _ParameterConversion:
+    """Wraps ``_apply``'s function for parameters: in place when it can be, one new Parameter when not.
 
-    numpy cannot change an array's dtype in place, so a conversion builds new arrays; converting a shared
-    parameter once, and reusing the result everywhere it occurs, keeps it shared (torch gets that for free
-    by keeping the Parameter object and swapping its storage).
+    torch keeps each Parameter object through a conversion and swaps its storage. We do the same when the
+    result has the same shape and dtype (the values are copied back into the array). numpy cannot change
+    an array's dtype or shape in place, so otherwise the module gets a *new* Parameter; it is made once per
+    source parameter and reused wherever that parameter is shared, so shared parameters stay shared.
     """
 
     def __init__(self, fn: Callable) -> None:
         self.fn = fn
-        self._converted: dict[int, tuple[Any, Any]] = {}  # id(source) -> (source kept alive, result)
+        self._replaced: dict[int, tuple[Any, Any]] = {}  # id(old parameter) -> (old kept alive, new)
 
     def __call__(self, array):
-        entry = self._converted.get(id(array))
-        if entry is None:
-            entry = self._converted[id(array)] = (array, self.fn(array))
-        return entry[1]
+        return _as_array(self.fn(array))
+
+    def _converted(self, array):
+        """``fn(array)``, written back into ``array`` when it fits (then ``array`` itself is returned)."""
+        applied = self(array)
+        if (applied is not array and not is_lazy(array) and not is_lazy(applied)
+                and applied.shape == array.shape and applied.dtype == array.dtype):
+            np.copyto(array, applied)
+            return array
+        return applied
 
     def parameter(self, param: Parameter) -> Parameter:
-        """The converted parameter: ``param`` itself when nothing changed, else one new Parameter per source."""
-        applied = self(param)
+        entry = self._replaced.get(id(param))
+        if entry is not None:
+            return entry[1]
+        applied = self._converted(param)
+        if param.grad is not None:
+            grad = self._converted(param.grad)
         if applied is param:
-            return param
-        entry = self._converted.get(id(applied))
-        if entry is None:
-            new = applied if isinstance(applied, Parameter) else Parameter(applied, param.requires_grad)
-            new.requires_grad = param.requires_grad
             if param.grad is not None:
-                new.grad = self(param.grad)
-            entry = self._converted[id(applied)] = (applied, new)
-        return entry[1]
+                param.grad = grad
+            return param
+        new = applied if is_lazy(applied) else Parameter(applied, param.requires_grad)
+        new.requires_grad = param.requires_grad
+        if param.grad is not None:
+            new.grad = grad
+        self._replaced[id(param)] = (param, new)
+        return new
+
+
+def _as_array(value):
+    """numpy turns 0-d results into scalars; a buffer or parameter must stay an array."""
+    return np.asarray(value) if isinstance(value, np.generic) else value
 
 
 class _StrictLoadSnapshot:
@@ -695,12 +711,14 @@ class Module:
     def _apply(self, fn, recurse=True):
         """Replace every parameter, its grad, and every buffer by ``fn(array)`` (children first).
 
-        Unlike torch, a Parameter whose values change becomes a *new* Parameter object (numpy arrays cannot
-        change dtype in place); the same source array is converted once, so shared parameters stay shared.
-        Hold on to the module, not to old parameter objects, across conversions.
+        As in torch, ``fn`` runs for every occurrence of a shared parameter, and a parameter keeps its
+        identity when ``fn`` keeps its shape and dtype (the values are copied back into it). Unlike torch, a
+        dtype or shape change gives a *new* Parameter object, since numpy arrays cannot change dtype in
+        place (see ``_ParameterConversion``); shared parameters stay shared. Hold on to the module, not to
+        old parameter objects, across ``float()``/``double()``/``to()``.
         """
-        if not isinstance(fn, _SharedConversion):
-            fn = _SharedConversion(fn)
+        if not isinstance(fn, _ParameterConversion):
+            fn = _ParameterConversion(fn)
         if recurse:
             for module in self.children():
                 module._apply(fn)
@@ -709,12 +727,13 @@ class Module:
                 self._parameters[key] = fn.parameter(param)
         for key, buf in self._buffers.items():
             if buf is not None:
-                self._buffers[key] = fn(buf)
+                self._buffers[key] = fn(buf)  # a new buffer object each time, as in torch
         return self
 
     def _cast_floating(self, dtype, *, complex_too: bool = False) -> Module:
         kinds = "fc" if complex_too else "f"
-        return self._apply(lambda t: t.astype(dtype, copy=False) if t.dtype.kind in kinds else t)
+        dtype = np.dtype(dtype)
+        return self._apply(lambda t: t.astype(dtype) if t.dtype.kind in kinds and t.dtype != dtype else t)
 
     def float(self) -> Module:
         """Cast floating-point parameters and buffers to float32 (new arrays, see ``_apply``)."""
