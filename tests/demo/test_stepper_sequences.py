@@ -5,14 +5,18 @@ what happens (the memo's membership tests and contents, the hooks as they fire, 
 values that land), then compare step by step.
 """
 
+import copy
 import re
 
 import numpy as np
 import pytest
 import torch
 
+from modulecraft.viz import timeline
 from modulecraft.viz.steppers import (LOADED, MISSING, NOT_AN_ARRAY, SIZE_MISMATCH, UNEXPECTED, step_call,
                                       step_load_state_dict, step_named_modules)
+from modulecraft.viz.timeline import (FORWARD_END, FORWARD_HOOK, FORWARD_START, GLOBAL_FORWARD_HOOK, GLOBAL_PRE_HOOK,
+                                      PRE_HOOK)
 
 from .models import MODELS, backends
 
@@ -63,44 +67,67 @@ def test_a_shared_module_is_skipped_and_lit_at_its_first_name():
 # -- __call__ -------------------------------------------------------------------------------------------------
 
 
-def test_call_steps_follow_the_hooks_as_they_fire():
-    """Hooks of every kind, registered on a torch model, log themselves; the stepper must list them in that order."""
-    model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Sequential(torch.nn.ReLU()))
+@pytest.mark.parametrize("nn", backends())
+def test_call_steps_follow_the_hooks_as_they_fire(nn):
+    """Hooks of every kind log themselves as they fire; the stepper, computed beforehand, must list the same."""
+    model = nn.Sequential(nn.Linear(2, 2), nn.Sequential(nn.ReLU()))
+    names = {id(module): name for name, module in model.named_modules()}
     fired = []
 
     def logger(qualname, kind):
-        return lambda *args, **kwargs: fired.append((qualname, kind)) and None
+        return lambda *args, **kwargs: fired.append((qualname, kind))
 
+    def global_logger(kind):
+        return lambda module, *args: fired.append((names[id(module)], kind))
+
+    def forward_logger(module, qualname):
+        forward = module.forward
+
+        def logged(*args, **kwargs):
+            fired.append((qualname, FORWARD_START))
+            result = forward(*args, **kwargs)
+            fired.append((qualname, FORWARD_END))
+            return result
+        return logged
+
+    hooks = nn.modules.module
     handles = [
-        torch.nn.modules.module.register_module_forward_pre_hook(lambda m, args: fired.append(("*", "global pre"))),
-        torch.nn.modules.module.register_module_forward_hook(lambda m, args, out: fired.append(("*", "global fwd"))),
-        model[0].register_forward_pre_hook(logger("0", "pre")),
-        model[0].register_forward_pre_hook(logger("0", "first pre"), prepend=True),
-        model[1][0].register_forward_hook(logger("1.0", "fwd")),
-        model[1].register_forward_hook(logger("1", "fwd with kwargs"), with_kwargs=True),
-        model.register_forward_hook(logger("", "always"), always_call=True),
+        hooks.register_module_forward_pre_hook(global_logger(GLOBAL_PRE_HOOK)),
+        hooks.register_module_forward_hook(global_logger(GLOBAL_FORWARD_HOOK)),
+        model[0].register_forward_pre_hook(logger("0", PRE_HOOK)),
+        model[0].register_forward_pre_hook(logger("0", PRE_HOOK), prepend=True),
+        model[1][0].register_forward_hook(logger("1.0", FORWARD_HOOK)),
+        model[1].register_forward_hook(logger("1", FORWARD_HOOK), with_kwargs=True),
+        model.register_forward_hook(logger("", FORWARD_HOOK), always_call=True),
     ]
+    inputs = np.ones((1, 2), dtype=np.float32)
+    if nn is torch.nn:
+        inputs = torch.from_numpy(inputs)
     try:
-        steps = step_call(model, torch.ones(1, 2))
+        steps = step_call(model, inputs)
+        assert fired, "the stepper calls the model once, so the hooks fired"
         fired.clear()
-        model(torch.ones(1, 2))
+        for name, module in model.named_modules():
+            module.forward = forward_logger(module, name)
+        model(inputs)
     finally:
         for handle in handles:
             handle.remove()
 
-    local_hooks = [(s.module, "hook") for s in steps if "hook" in s.kind and "global" not in s.kind]
-    assert local_hooks == [(qualname, "hook") for qualname, kind in fired if qualname != "*"]
-    global_hooks = [s.kind for s in steps if "global" in s.kind]
-    assert len(global_hooks) == sum(qualname == "*" for qualname, _ in fired)
-    assert [s.module for s in steps if s.kind.startswith("forward") and "start" in s.kind] == ["", "0", "1", "1.0"]
+    assert [(s.node, s.kind) for s in steps] == fired
+    assert {s.kind for s in steps} == set(timeline.KINDS)
 
 
 # -- load_state_dict ------------------------------------------------------------------------------------------
 
 
 def _perturbed(state_dict):
-    """Every array changed (so a test can see where it lands), shapes and dtypes kept; extra state kept as is."""
-    return {key: value + 7 if hasattr(value, "shape") else value for key, value in state_dict.items()}
+    """Every array changed (so a test can see where it lands), type, shape and dtype kept; extra state kept as is."""
+    def plus_seven(value):
+        value = copy.deepcopy(value)
+        value += 7  # in place: a 0-d numpy array stays an array (``value + 7`` would be a numpy scalar)
+        return value
+    return {key: plus_seven(value) if hasattr(value, "shape") else value for key, value in state_dict.items()}
 
 
 def _drop(*keys):

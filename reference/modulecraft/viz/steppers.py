@@ -13,9 +13,8 @@ from dataclasses import dataclass
 from functools import cache
 from html import escape
 
-from . import introspect, style
+from . import introspect, style, timeline
 from .render import inline_svg
-from .timeline import trace_calls
 from .tree import draw_tree
 
 ROOT_LABEL = "(root)"
@@ -95,20 +94,32 @@ def step_named_modules(module, remove_duplicate: bool = True) -> list[DfsStep]:
 # --------------------------------------------------------------------------------------------------------------
 
 
+WHAT_RUNS = {
+    timeline.GLOBAL_PRE_HOOK: "global forward pre-hook runs",
+    timeline.PRE_HOOK: "forward pre-hook runs",
+    timeline.FORWARD_START: "forward starts",
+    timeline.FORWARD_END: "forward returns",
+    timeline.FORWARD_HOOK: "forward hook runs",
+    timeline.GLOBAL_FORWARD_HOOK: "global forward hook runs",
+}
+
+
 @dataclass(frozen=True)
 class CallStep:
-    """One event of a ``__call__``: which module, and what runs (a hook, or its ``forward`` starting or ending)."""
+    """One event of a ``__call__``: in which module, what runs (a hook, or ``forward`` starting or returning)."""
 
-    module: str  # qualified name
-    kind: str  # as recorded by modulecraft.viz.trace_calls
+    node: str  # qualified name of the module (a shared module is drawn once, at its first name)
+    kind: str  # one of modulecraft.viz.timeline.KINDS
+    hook: str | None = None  # the hook's __qualname__, for hook events
 
     def describe(self) -> str:
-        return f"{_label(self.module)}: {self.kind}"
+        return f"{_label(self.node)}: {WHAT_RUNS[self.kind]}" + (f" ({self.hook})" if self.hook else "")
 
 
 def step_call(module, *inputs, **kwargs) -> list[CallStep]:
     """The events of ``module(*inputs, **kwargs)``, in the order they happen (the module is really called once)."""
-    return [CallStep(qualname, kind) for qualname, kind in trace_calls(module, *inputs, **kwargs).events]
+    trace = timeline.trace_calls(module, *inputs, **kwargs)
+    return [CallStep(event.module, event.kind, hook) for event, hook in zip(trace.events, trace.hook_names)]
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -138,6 +149,11 @@ def _shape(value) -> tuple[int, ...]:
     return tuple(int(n) for n in value.shape)
 
 
+def _array_type(array) -> type:
+    """The array class a framework's load accepts: ``torch.Tensor`` for torch, ``numpy.ndarray`` for modulecraft."""
+    return next((cls for cls in type(array).__mro__ if cls.__name__ in ("Tensor", "ndarray")), object)
+
+
 def _overrides_set_extra_state(module) -> bool:
     """True when the module's class replaces ``Module.set_extra_state`` (then ``_extra_state`` is expected)."""
     base = next((cls for cls in type(module).__mro__ if cls.__name__ == "Module"), None)
@@ -153,8 +169,9 @@ def _local_state(module) -> dict[str, tuple[str, object]]:
 
 def _entry_outcome(key: str, qualname: str, kind: str, target, value) -> tuple[str, str]:
     """``(outcome, reason)`` for a checkpoint entry whose name matches this module's ``kind`` ``target``."""
-    if not hasattr(value, "shape"):
-        return NOT_AN_ARRAY, f"the checkpoint holds a {type(value).__name__}, not an array"
+    array_type = _array_type(target)
+    if not isinstance(value, array_type):
+        return NOT_AN_ARRAY, f"the checkpoint holds a {type(value).__name__}, not a {array_type.__name__}"
     wanted = introspect.shape_of(target)
     given = _shape(value)
     if wanted == () and given == (1,):  # torch 0.3 checkpoints stored scalars as 1-element vectors
@@ -394,9 +411,6 @@ class CallStepper(Stepper):
 
     def __init__(self, module, *inputs, font_size: float | None = None, **kwargs):
         super().__init__(module, step_call(module, *inputs, **kwargs), font_size=font_size)
-
-    def node(self, step: CallStep) -> str:
-        return step.module
 
     def panel(self, position: int) -> str:
         events = [escape(step.describe()) for step in self.steps[:position + 1]]
