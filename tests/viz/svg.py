@@ -14,6 +14,7 @@ class Element:
     classes: set[str]
     texts: list[str]
     dashed: bool
+    fills: set[str]  # fill colours of the shapes inside (table cell backgrounds)
 
     @property
     def text(self) -> str:
@@ -29,7 +30,8 @@ def parse(svg: str) -> list[Element]:
         if classes & {"node", "edge"}:
             texts = [t.text.strip() for t in group.iter(f"{SVG}text") if t.text and t.text.strip()]
             dashed = any(p.get("stroke-dasharray") for p in group.iter(f"{SVG}path"))
-            found.append(Element(group.get("id", ""), classes, texts, dashed))
+            fills = {shape.get("fill") for shape in group.iter(f"{SVG}polygon")} - {None, "none"}
+            found.append(Element(group.get("id", ""), classes, texts, dashed, fills))
     return found
 
 
