@@ -145,6 +145,7 @@ def grade_submission(root: str, course_id: str, student: str, chapter: str) -> O
     api = _apis.get((root, course_id)) or _apis.setdefault((root, course_id),
                                                            nbgrader_api(root, course_id, grading=True))
     root_path = Path(root)
+    sandbox.hide_from_kernels(root_path, root_path / "source")
     started = time.monotonic()
     submitted = root_path / "submitted" / student / chapter / f"{chapter}.ipynb"
     source = root_path / "source" / chapter / f"{chapter}.ipynb"
@@ -158,8 +159,9 @@ def grade_submission(root: str, course_id: str, student: str, chapter: str) -> O
         for attempt in (1, 2):
             outcome.attempts = attempt
             integrity.reset_verdict()
+            sandbox.events.clear()
             result = api.autograde(chapter, student, force=True, create=True)
-            failures = execution_failures(result, root_path, student, chapter)
+            failures = sandbox.events + execution_failures(result, root_path, student, chapter)
             if not failures:
                 break
         outcome.needs_review = problems + failures + integrity.verdict()

@@ -1,12 +1,248 @@
-"""Resource limits and an unprivileged user for grading kernels (filled in below)."""
+"""Grading kernels with resource limits, never as root, seeing nothing but their own copy of the submission.
+
+Every kernel gets a fresh private working folder and runs under `prlimit` (memory, file size, open files,
+CPU seconds; and process count when it runs as its own user). When grading runs as root, the kernel also
+gets, before dropping to an unprivileged slot user (`modulecraft-grader-<n>`, one per concurrent kernel so
+that their process limits and files stay apart):
+
+- its own PID namespace: when the kernel exits, every process it left behind (even `setsid()` ones) dies;
+- its own mount namespace: private `/tmp` and `/dev/shm`, the course source (hidden tests) and the grading
+  folder (gradebook, other submissions) hidden under empty mounts, and folders the unprivileged user could not
+  traverse (e.g. an interpreter or a clone under a 0700 home) re-exposed with only what the kernel needs.
+
+A wall-clock watchdog kills a kernel that outlives the notebook time limit.
+"""
 from __future__ import annotations
 
+import fcntl
+import os
+import pwd
+import shlex
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+from jupyter_client.manager import AsyncKernelManager
 from traitlets.config import Config
+
+from . import config as course_config
+
+MEMORY_LIMIT_MB = int(os.environ.get("MODULECRAFT_KERNEL_MEMORY_MB", 2048))
+FILE_SIZE_LIMIT_MB = 64
+OPEN_FILES_LIMIT = 512
+PROCESS_LIMIT = 96  # per slot user; ipykernel's own threads count too
+MAX_SLOTS = 16
+STATE_DIR = Path("/run/modulecraft-grader")  # root only: slot locks and kernels' working folders
+USER_PREFIX = "modulecraft-grader-"
+
+# What happened to the kernels of this process that the grader should report (the watchdog's kills).
+events: list[str] = []
+# What kernels started by this process must not see: set by the grader for the course it grades.
+hidden: list[Path] = []
+
+
+def hide_from_kernels(*paths: Path) -> None:
+    hidden[:] = sorted({Path(p).resolve() for p in paths})
 
 
 def autograde_config() -> Config:
-    return Config()
+    c = Config()
+    c.Execute.kernel_manager_class = "autograder.sandbox.SandboxedKernelManager"
+    return c
+
+
+def running_as_root() -> bool:
+    return os.geteuid() == 0
 
 
 def prepare(workers: int) -> None:
-    """Create what sandboxed kernels need before a pool of `workers` starts."""
+    """Create the slot users a pool of `workers` kernels needs (when root), before any worker starts."""
+    if running_as_root():
+        for slot in range(min(workers, MAX_SLOTS)):
+            slot_user(slot)
+
+
+def slot_user(slot: int) -> pwd.struct_passwd:
+    """The unprivileged system user of slot `slot`, created on first use."""
+    name = f"{USER_PREFIX}{slot}"
+    try:
+        return pwd.getpwnam(name)
+    except KeyError:
+        pass
+    with _exclusive(_state_dir() / "users.lock"):
+        try:
+            return pwd.getpwnam(name)
+        except KeyError:
+            subprocess.run(["useradd", "--system", "--user-group", "--no-create-home", "--home-dir", "/nonexistent",
+                            "--shell", "/usr/sbin/nologin", "--comment", "modulecraft grading kernel", name],
+                           check=True, capture_output=True)
+            return pwd.getpwnam(name)
+
+
+def _state_dir() -> Path:
+    STATE_DIR.mkdir(mode=0o711, exist_ok=True)
+    STATE_DIR.chmod(0o711)  # kernels must traverse it to reach their working folder, not list it
+    return STATE_DIR
+
+
+class _exclusive:
+    def __init__(self, path: Path):
+        self.path = path
+
+    def __enter__(self):
+        self.file = open(self.path, "a")
+        fcntl.flock(self.file, fcntl.LOCK_EX)
+
+    def __exit__(self, *exc):
+        self.file.close()
+
+
+class Sandbox:
+    """The confinement of one kernel: working folder, slot user, limits, namespace set-up, watchdog."""
+
+    def __init__(self, hidden: list[Path], data_dir: str | None):
+        self.hidden = sorted({p.resolve() for p in hidden if p.exists()})
+        self.as_root = running_as_root()
+        self.slot_lock = None
+        self.user = self._claim_slot() if self.as_root else None
+        parent = _state_dir() if self.as_root else None
+        self.workdir = Path(tempfile.mkdtemp(prefix="kernel-", dir=parent))
+        if data_dir:  # the chapter's data files that nbgrader copied next to the notebook
+            for item in Path(data_dir).iterdir():
+                if item.is_file() and item.suffix != ".ipynb":
+                    shutil.copy(item, self.workdir / item.name)
+        self.stage = Path(tempfile.mkdtemp(prefix="stage-", dir=parent)) if self.as_root else None
+        if self.user:
+            for path in [self.workdir, *self.workdir.rglob("*")]:
+                os.chown(path, self.user.pw_uid, self.user.pw_gid)
+        self.watchdog: threading.Timer | None = None
+
+    def _claim_slot(self) -> pwd.struct_passwd:
+        for slot in range(MAX_SLOTS):
+            lock = open(_state_dir() / f"slot-{slot}.lock", "a")
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                lock.close()
+                continue
+            self.slot_lock = lock
+            return slot_user(slot)
+        raise RuntimeError(f"all {MAX_SLOTS} grading slots are busy; grade with fewer workers")
+
+    def give(self, path: str) -> None:
+        """Hand a file (the connection file) to the kernel's user."""
+        if self.user:
+            os.chown(path, self.user.pw_uid, self.user.pw_gid)
+
+    def env(self, base) -> dict[str, str]:
+        env = dict(base)
+        home = str(self.workdir)
+        env.update(HOME=home, TMPDIR=home, IPYTHONDIR=f"{home}/.ipython", MPLCONFIGDIR=f"{home}/.matplotlib",
+                   JUPYTER_RUNTIME_DIR=home, JUPYTER_DATA_DIR=f"{home}/.jupyter",
+                   PYTHONDONTWRITEBYTECODE="1", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+        env[course_config.GRADING_ENV_VAR] = env.get(course_config.GRADING_ENV_VAR, "1")
+        if self.user:
+            env.update(USER=self.user.pw_name, LOGNAME=self.user.pw_name)
+        return env
+
+    def wrap(self, kernel_cmd: list[str]) -> list[str]:
+        limits = ["prlimit", f"--as={MEMORY_LIMIT_MB * 2**20}", f"--fsize={FILE_SIZE_LIMIT_MB * 2**20}",
+                  f"--nofile={OPEN_FILES_LIMIT}", f"--cpu={course_config.NOTEBOOK_TIMEOUT}", f"--core=0"]
+        if not self.as_root:
+            return [*limits, "--", *kernel_cmd]
+        drop = ["setpriv", f"--reuid={self.user.pw_uid}", f"--regid={self.user.pw_gid}", "--clear-groups",
+                "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all"]
+        script = "set -e\n" + "\n".join(self._mount_commands()) + "\nexec " + shlex.join(
+            [*limits, f"--nproc={PROCESS_LIMIT}", "--", *drop, "--", *kernel_cmd])
+        return ["unshare", "--pid", "--fork", "--kill-child", "--mount-proc", "--mount", "--propagation", "private",
+                "--", "/bin/sh", "-c", script]
+
+    def _mount_commands(self) -> list[str]:
+        commands = []
+        # The interpreter, the venv and the repository (editable installs); the working folder is the user's own.
+        needed = [Path(sys.base_prefix), Path(sys.prefix), Path(sys.executable).parent, course_config.REPO_ROOT]
+        for n, (blocked, children) in enumerate(blocked_ancestors(needed)):
+            staged = self.stage / str(n)
+            commands += [f"mkdir -p {q(staged)}", f"mount --bind {q(blocked)} {q(staged)}",
+                         f"mount -t tmpfs -o mode=0755,size=64k modulecraft-expose {q(blocked)}"]
+            for child in sorted(children):
+                kind = "mkdir -p" if (staged_child := Path(blocked, child)).is_dir() else "touch"
+                commands += [f"{kind} {q(staged_child)}", f"mount --bind {q(staged / child)} {q(staged_child)}"]
+            commands.append(f"umount -l {q(staged)}")
+        for path in self.hidden:
+            commands.append(f"mount -t tmpfs -o mode=000,size=4k modulecraft-hidden {q(path)}")
+        for private in ("/tmp", "/dev/shm"):
+            commands.append(f"mount -t tmpfs -o mode=1777,size={FILE_SIZE_LIMIT_MB}m modulecraft-private {private}")
+        return commands
+
+    def start_watchdog(self, pid: int) -> None:
+        """Kill the kernel's process group once the notebook time limit has passed."""
+        def expire():
+            events.append(f"the notebook ran over its {course_config.NOTEBOOK_TIMEOUT} s time limit")
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.watchdog = threading.Timer(course_config.NOTEBOOK_TIMEOUT, expire)
+        self.watchdog.daemon = True
+        self.watchdog.start()
+
+    def close(self) -> None:
+        if self.watchdog:
+            self.watchdog.cancel()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+        if self.stage:
+            shutil.rmtree(self.stage, ignore_errors=True)
+        if self.slot_lock:
+            self.slot_lock.close()
+
+
+def q(path) -> str:
+    return shlex.quote(str(path))
+
+
+def blocked_ancestors(needed: list[Path]) -> list[tuple[Path, set[str]]]:
+    """Folders others cannot traverse (or read, for a needed folder itself) on the way to `needed`, top-down,
+    each with the names of the entries the kernel needs from it."""
+    blocked: dict[Path, set[str]] = {}
+    for path in needed:
+        path = path.resolve()
+        chain = [*reversed(path.parents), path]
+        for folder, child in zip(chain, chain[1:] + [None]):
+            mode = folder.stat().st_mode
+            if child is not None and not mode & stat.S_IXOTH:
+                blocked.setdefault(folder, set()).add(child.name)
+            elif child is None and folder.is_dir() and (mode & 0o005) != 0o005:
+                blocked.setdefault(folder, set()).update(os.listdir(folder))
+    return sorted(blocked.items(), key=lambda item: len(item[0].parts))
+
+
+class SandboxedKernelManager(AsyncKernelManager):
+    """A kernel manager that starts every kernel inside a `Sandbox`."""
+
+    sandbox: Sandbox | None = None
+
+    async def _async_pre_start_kernel(self, **kw):
+        self.sandbox = Sandbox(hidden=[course_config.COURSE_SOURCE, *hidden], data_dir=kw.get("cwd"))
+        self.connection_file = str(self.sandbox.workdir / "kernel.json")
+        kw["cwd"] = str(self.sandbox.workdir)
+        kw["env"] = self.sandbox.env(kw.get("env") or os.environ)
+        kernel_cmd, kw = await super()._async_pre_start_kernel(**kw)
+        self.sandbox.give(self.connection_file)
+        return self.sandbox.wrap(kernel_cmd), kw
+
+    async def _async_launch_kernel(self, kernel_cmd, **kw):
+        await super()._async_launch_kernel(kernel_cmd, **kw)
+        self.sandbox.start_watchdog(self.provisioner.process.pid)
+
+    async def _async_cleanup_resources(self, restart: bool = False) -> None:
+        await super()._async_cleanup_resources(restart=restart)
+        if self.sandbox is not None:
+            self.sandbox.close()
+            self.sandbox = None
+
