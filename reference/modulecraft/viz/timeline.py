@@ -49,7 +49,7 @@ class Trace:
 
     lanes: list[str]
     events: list[Event] = field(default_factory=list)
-    hook_names: list[str | None] = field(default_factory=list)  # parallel to events; None for forward start/end
+    hook_names: list[str | None] = field(default_factory=list)  # parallel to events (hook_label); None for forwards
     output: object = None
 
     def record(self, module: str, kind: str, hook_name: str | None = None) -> None:
@@ -149,8 +149,15 @@ def _wrap_hooks(hooks: dict, module_name, kind: str, trace: Trace) -> list:
     return [restore]
 
 
+def hook_label(hook) -> str:
+    """A short name for a hook: ``my_hook``, ``LazyLinear._infer_parameters`` for a bound method."""
+    name = getattr(hook, "__name__", type(hook).__name__)
+    owner = getattr(hook, "__self__", None)
+    return f"{type(owner).__name__}.{name}" if owner is not None else name
+
+
 def _recorder(hook, module_name, kind: str, trace: Trace):
-    name = getattr(hook, "__qualname__", type(hook).__name__)
+    name = hook_label(hook)
 
     def recorded(*args, **kwargs):
         trace.record(module_name(args), kind, name)
