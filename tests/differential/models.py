@@ -4,11 +4,15 @@ import numpy as np
 
 
 def set_values(lib, module, seed=0):
-    """Give every floating parameter and buffer of `module` the same reproducible values on both backends."""
+    """Give every floating parameter and buffer of `module` the same reproducible values on both backends.
+
+    Buffers get positive values, so running variances stay meaningful.
+    """
     rng = np.random.default_rng(seed)
-    for _, tensor in [*module.named_parameters(), *module.named_buffers()]:
+    members = [(tensor, -1) for tensor in module.parameters()] + [(tensor, 0.1) for tensor in module.buffers()]
+    for tensor, low in members:
         if tensor.dtype in (lib.float16, lib.float32, lib.float64):
-            lib.copy_into(tensor, rng.uniform(-1, 1, tuple(tensor.shape)).astype(np.float32))
+            lib.copy_into(tensor, rng.uniform(low, 1, tuple(tensor.shape)).astype(np.float32))
     return module
 
 

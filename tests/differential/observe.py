@@ -4,7 +4,7 @@ A scenario `def test_x(lib): ...` returns a trace: any nesting of lists, tuples,
 maps the trace of each library onto plain Python data after this documented normalisation, and the decorator asserts
 the two are equal:
 
-- tensors and arrays become ("Parameter" or "array", dtype name, shape, values rounded to 4 decimals);
+- tensors and arrays become ("Parameter" or "array", dtype name, shape, values rounded to 4 decimals, NaN as "nan");
 - dtypes become their numpy name (`torch.float32` and `numpy.float32` are both "float32"); in strings, torch's
   `torch.float32` / `torch.FloatTensor` spellings are rewritten the same way (reprs of ParameterList/Dict), and
   shapes written `torch.Size([3, 2])` become Python's `(3, 2)` (load_state_dict's size-mismatch lines);
@@ -91,11 +91,13 @@ def _type_name(cls: type) -> str:
     return cls.__name__
 
 
-def _observe_tensor(value, lib_nn):
-    kind = "Parameter" if isinstance(value, lib_nn.Parameter) else "array"
-    array = value.detach().numpy() if hasattr(value, "detach") else np.asarray(value)
-    values = np.round(array.astype(np.float64), 4).tolist() if array.dtype.kind in "fiub" else array.tolist()
-    return (kind, _dtype_name(value.dtype), tuple(array.shape), values)
+def _observe_tensor(value, lib):
+    kind = "Parameter" if isinstance(value, lib.Parameter) else "array"
+    array = lib.to_numpy(value)
+    values = np.round(array.astype(np.float64), 4) if array.dtype.kind in "fiub" else array
+    if values.dtype.kind == "f" and np.isnan(values).any():
+        values = np.where(np.isnan(values), "nan", values.astype(object))
+    return (kind, _dtype_name(value.dtype), tuple(array.shape), values.tolist())
 
 
 def observe(value, lib, oracle: bool):
@@ -129,10 +131,24 @@ def observe(value, lib, oracle: bool):
     if isinstance(value, lib.TensorBase):
         if lib.is_lazy(value):
             return ("uninitialized", type(value).__name__)
-        return _observe_tensor(value, lib.nn)
+        return _observe_tensor(value, lib)
     if isinstance(value, lib.RemovableHandle):
         return "RemovableHandle"
     raise TypeError(f"the trace holds a {type(value).__name__}; observe something explicit instead")
+
+
+def first_difference(expected, actual, path="trace") -> str:
+    """Where two observed traces first differ, so a failure says what to look at."""
+    if isinstance(expected, (list, tuple)) and isinstance(actual, (list, tuple)) and type(expected) is type(actual):
+        for index, (e, a) in enumerate(zip(expected, actual)):
+            if e != a:
+                return first_difference(e, a, f"{path}[{index}]")
+        if len(expected) != len(actual):
+            return f"{path}: torch has {len(expected)} items, modulecraft {len(actual)}"
+    if isinstance(expected, dict) and isinstance(actual, dict) and expected.keys() == actual.keys():
+        return next(first_difference(expected[k], actual[k], f"{path}[{k!r}]") for k in expected
+                    if expected[k] != actual[k])
+    return f"{path}:\n  torch:       {expected!r}\n  modulecraft: {actual!r}"
 
 
 def differential(scenario):
@@ -149,7 +165,7 @@ def differential(scenario):
             return
         ours = backend("modulecraft")
         actual = observe(scenario(ours, *args, **kwargs), ours, oracle=False)
-        assert actual == expected
+        assert actual == expected, first_difference(expected, actual)
 
     signature = inspect.signature(scenario)
     test.__signature__ = signature.replace(parameters=list(signature.parameters.values())[1:])

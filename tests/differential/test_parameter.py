@@ -56,14 +56,16 @@ def test_buffer_type_and_persistence(lib):
     buffer = lib.Buffer(data)
     hidden = lib.Buffer(lib.zeros(1), persistent=False)
     return (
-        buffer, type(buffer), isinstance(buffer, lib.Buffer), isinstance(data, lib.Buffer),
+        buffer, isinstance(buffer, lib.TensorBase), isinstance(buffer, lib.Buffer), isinstance(data, lib.Buffer),
         buffer.persistent, hidden.persistent, lib.shares_memory(buffer, data),
     )
 
 
 @differential
-def test_assigning_a_buffer_registers_it(lib):
+def test_assigning_a_buffer_registers_it_as_a_plain_tensor(lib):
     module = lib.nn.Module()
     module.kept = lib.Buffer(lib.zeros(1))
     module.hidden = lib.Buffer(lib.zeros(1), persistent=False)
-    return list(module._buffers), module._non_persistent_buffers_set, list(module.state_dict())
+    module.register_buffer("explicit", lib.Buffer(lib.zeros(1)), persistent=False)
+    return (list(module._buffers), module._non_persistent_buffers_set, list(module.state_dict()),
+            [type(b) for b in module.buffers()])

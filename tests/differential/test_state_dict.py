@@ -22,7 +22,8 @@ def test_state_dict_keys_values_and_metadata(lib, keep_vars):
         type(state), state, metadata(state),
         [value is getattr(model.get_submodule(key.rpartition(".")[0]), key.rpartition(".")[2])
          for key, value in state.items()],
-        [getattr(value, "requires_grad", None) for value in state.values()],
+        # torch's detached values say requires_grad=False; a plain numpy array has no such attribute
+        [getattr(value, "requires_grad", False) for value in state.values()],
     )
 
 
@@ -208,4 +209,6 @@ def test_batchnorm_loads_checkpoints_from_before_num_batches_tracked(lib, versio
     else:
         state._metadata["1"]["version"] = version
     outcome = raises(lambda: target.load_state_dict(state), whole_message=True)
+    if outcome.error is not None:  # what a failed load leaves behind differs on purpose (test_strict_load_...)
+        return outcome
     return outcome, target[1].num_batches_tracked, target[1].running_mean
