@@ -2,10 +2,12 @@
 
 from .diff import LoadReport, check_state_dict, draw_state_dict_diff
 from .render import DotNotFoundError, Drawing
+from .steppers import CallStepper, DfsStepper, LoadStepper, step_call, step_load_state_dict, step_named_modules
 from .timeline import Event, Trace, trace_calls
 from .tree import draw_tree
 
 __all__ = [
-    "DotNotFoundError", "Drawing", "Event", "LoadReport", "Trace", "check_state_dict", "draw_state_dict_diff",
-    "draw_tree", "trace_calls",
+    "CallStepper", "DfsStepper", "DotNotFoundError", "Drawing", "Event", "LoadReport", "LoadStepper", "Trace",
+    "check_state_dict", "draw_state_dict_diff", "draw_tree", "step_call", "step_load_state_dict",
+    "step_named_modules", "trace_calls",
 ]
