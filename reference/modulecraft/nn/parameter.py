@@ -87,8 +87,10 @@ class _FlagInstanceCheck(type):
     """
 
     def __instancecheck__(cls, instance: Any) -> bool:
+        if not isinstance(instance, np.ndarray):  # the common case in Module.__setattr__: answer it fast
+            return False
         flag = cls.__dict__.get("_instance_flag")
-        if flag is not None and isinstance(instance, np.ndarray) and getattr(instance, flag, False):
+        if flag is not None and getattr(instance, flag, False):
             return True
         return super().__instancecheck__(instance)
 

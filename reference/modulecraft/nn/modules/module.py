@@ -51,6 +51,20 @@ def _detached(array: np.ndarray) -> np.ndarray:
     return array.view(np.ndarray)
 
 
+def _split_by_child(state_dict: Mapping[str, Any], prefix_length: int) -> dict[str, dict[str, Any]]:
+    """Group the entries ``<prefix><child>.<rest>`` by ``<child>``, keeping their order.
+
+    Names cannot contain ".", so this gives each child exactly the entries that start with its prefix, as
+    torch's per-child filtering does, in one pass instead of one pass per child.
+    """
+    groups: dict[str, dict[str, Any]] = {}
+    for key, value in state_dict.items():
+        child, dot, _ = key[prefix_length:].partition(".")
+        if dot:
+            groups.setdefault(child, {})[key] = value
+    return groups
+
+
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
     """What ``load_state_dict`` returns; prints ``<All keys matched successfully>`` when both lists are empty."""
 
@@ -187,7 +201,7 @@ class _ParameterConversion:
         applied = self(array)
         if (applied is not array and not is_lazy(array) and not is_lazy(applied)
                 and applied.shape == array.shape and applied.dtype == array.dtype):
-            np.copyto(array, applied)
+            array[...] = applied
             return array
         return applied
 
@@ -229,11 +243,11 @@ class _StrictLoadSnapshot:
         self.modules = []
         self.arrays = {}
         for module in root.modules():
-            self.modules.append((module, module.__class__, dict(module._parameters), dict(module._buffers),
-                                 set(module._non_persistent_buffers_set)))
+            self.modules.append((module, module.__class__, module._parameters.copy(), module._buffers.copy(),
+                                 module._non_persistent_buffers_set.copy()))
             for array in itertools.chain(module._parameters.values(), module._buffers.values()):
                 if array is not None and id(array) not in self.arrays:
-                    values = None if is_lazy(array) else array.copy()
+                    values = None if is_lazy(array) else np.array(array)  # a plain copy of the values
                     self.arrays[id(array)] = (array, array.__class__, array.dtype, values)
 
     def restore(self) -> None:
@@ -251,7 +265,7 @@ class _StrictLoadSnapshot:
                 array.__class__ = cls
                 array.dtype = dtype
             else:
-                np.copyto(array, values)
+                array[...] = values
 
 
 class Module:
@@ -965,7 +979,7 @@ class Module:
                             input_param = Parameter(input_param, param.requires_grad)
                     setattr(self, name, input_param)
                 else:
-                    np.copyto(param, input_param, casting="unsafe")
+                    param[...] = input_param  # casts like torch's copy_ (unsafe casting)
             except Exception as ex:
                 error_msgs.append(f'While copying the parameter named "{key}", whose dimensions in the model are '
                                   f"{param.shape} and whose dimensions in the checkpoint are "
@@ -1020,11 +1034,11 @@ class Module:
                 local_metadata["assign_to_params_buffers"] = assign
             module._load_from_state_dict(local_state_dict, prefix, local_metadata, True,
                                          missing_keys, unexpected_keys, error_msgs)
-            for name, child in module._modules.items():
-                if child is not None:
-                    child_prefix = prefix + name + "."
-                    child_state_dict = {k: v for k, v in local_state_dict.items() if k.startswith(child_prefix)}
-                    load(child, child_state_dict, child_prefix)
+            if module._modules:
+                by_child = _split_by_child(local_state_dict, len(prefix))
+                for name, child in module._modules.items():
+                    if child is not None:
+                        load(child, by_child.get(name, {}), prefix + name + ".")
             incompatible_keys = _IncompatibleKeys(missing_keys, unexpected_keys)
             for hook in module._load_state_dict_post_hooks.values():
                 if hook(module, incompatible_keys) is not None:
