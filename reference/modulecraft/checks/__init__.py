@@ -1,7 +1,7 @@
 """Feedback for the visible tests of the course notebooks.
 
 A visible test should tell a learner three things when it fails: what was checked and expected, what their
-code did instead, and where in the chapter to read again. ``expect`` and ``expect_raises`` raise an
+code did instead, and where in the chapter to read again. ``expect``, ``expect_call`` and ``expect_raises`` raise an
 ``AssertionError`` whose message has exactly those three parts, so nbgrader's feedback (which keeps only
 ``ErrorName: message``) stays useful.
 
@@ -17,7 +17,7 @@ import numpy as np
 
 from modulecraft.checks.containers import containers_holding
 
-__all__ = ["containers_holding", "expect", "expect_raises", "feedback"]
+__all__ = ["containers_holding", "expect", "expect_call", "expect_raises", "feedback"]
 
 
 def feedback(what: str, expected: Any, got: Any, hint: str) -> str:
@@ -29,6 +29,16 @@ def expect(what: str, got: Any, expected: Any, hint: str) -> None:
     """Fail with feedback unless ``got`` equals ``expected`` (arrays: same shape, dtype and values)."""
     if not _equal(got, expected):
         raise AssertionError(feedback(what, expected, got, hint))
+
+
+def expect_call(what: str, call: Callable[[], Any], expected: Any, hint: str) -> Any:
+    """Like ``expect(what, call(), ...)``, but an exception raised by ``call`` becomes feedback too."""
+    try:
+        got = call()
+    except Exception as error:
+        raise AssertionError(feedback(what, expected, f"{type(error).__name__}: {error}", hint)) from None
+    expect(what, got, expected, hint)
+    return got
 
 
 def expect_raises(
