@@ -5,8 +5,10 @@ from __future__ import annotations
 import itertools
 from typing import Any, Optional
 
+import numpy as np
+
 from modulecraft.nn.modules.module import _detached
-from modulecraft.nn.parameter import is_lazy
+from modulecraft.nn.parameter import Buffer, is_lazy
 
 __all__ = ["LazyModuleMixin"]
 
@@ -46,6 +48,17 @@ class LazyModuleMixin:
                 input_param = state_dict[key]
                 if is_lazy(param) and not is_lazy(input_param):
                     param.materialize(input_param.shape)
+        self._unwrap_materialized_buffers()
+
+    def _unwrap_materialized_buffers(self) -> None:
+        """Store materialised buffers as plain ndarrays, as torch's become plain Tensors.
+
+        numpy cannot turn an object into a plain ``np.ndarray`` in place, so ``UninitializedBuffer``
+        materialises into a ``Buffer``; the module then keeps a plain view of the same memory.
+        """
+        for name, buf in self._buffers.items():
+            if type(buf) is Buffer:
+                self._buffers[name] = buf.view(np.ndarray)
 
     def initialize_parameters(self, *args: Any, **kwargs: Any) -> None:
         """Materialise the placeholders from the first input (each lazy layer implements this)."""
@@ -59,6 +72,7 @@ class LazyModuleMixin:
         """The first-call pre-hook: initialise, check nothing is left lazy, remove both hooks, change class."""
         kwargs = kwargs if kwargs else {}
         module.initialize_parameters(*args, **kwargs)
+        module._unwrap_materialized_buffers()
         if module.has_uninitialized_params():
             raise RuntimeError(f"module {self._get_name()} has not been fully initialized")
         module._initialize_hook.remove()

@@ -76,9 +76,16 @@ class LazyLinear(LazyModuleMixin, Linear):
             super().reset_parameters()
 
     def initialize_parameters(self, input) -> None:
+        in_features = np.shape(input)[-1]
         if self.has_uninitialized_params():
-            self.in_features = np.shape(input)[-1]
+            self.in_features = in_features
             self.weight.materialize((self.out_features, self.in_features))
             if self.bias is not None:
                 self.bias.materialize((self.out_features,))
             self.reset_parameters()
+        if self.in_features == 0:
+            # Materialised by load_state_dict before the first call: take in_features from the input.
+            if in_features != self.weight.shape[-1]:
+                raise AssertionError(f"The in_features inferred from input: {in_features} is not equal to "
+                                     f"in_features from self.weight: {self.weight.shape[-1]}")
+            self.in_features = in_features

@@ -46,6 +46,18 @@ def _typename(obj: Any) -> str:
     return cls.__qualname__ if module in ("", "builtins") else f"{module}.{cls.__qualname__}"
 
 
+def _unwrapped_buffer(tensor):
+    """What a module stores for a buffer: a ``Buffer`` wrapper becomes the plain ndarray (same memory).
+
+    torch's ``nn.Buffer(t)`` is itself a plain Tensor carrying a flag, so modules hold plain tensors; ours is
+    a subclass (a plain ndarray cannot carry ``persistent``), so we unwrap it on registration. Placeholders
+    of lazy modules stay as they are.
+    """
+    if issubclass(type(tensor), Buffer) and not is_lazy(tensor):
+        return tensor.view(np.ndarray)
+    return tensor
+
+
 def _detached(array: np.ndarray) -> np.ndarray:
     """A plain ndarray sharing ``array``'s memory: what a state_dict holds unless ``keep_vars``."""
     return array.view(np.ndarray)
@@ -527,6 +539,7 @@ class Module:
         elif tensor is not None and not isinstance(tensor, np.ndarray):
             raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
                             "(numpy.ndarray or None required)")
+        tensor = _unwrapped_buffer(tensor)
         self._buffers[name] = self._run_registration_hooks(_global_buffer_registration_hooks, name, tensor)
         if persistent:
             self._non_persistent_buffers_set.discard(name)
