@@ -1,0 +1,173 @@
+"""Hypothesis properties on random module graphs, built identically on torch and modulecraft.
+
+A random graph is a tree of plain Modules (module i hangs under an earlier one), plus aliases (an earlier module
+holding a later one a second time) and tied parameters (a module holding another module's parameter). Every
+property is checked against counts computed from the spec itself, and the traversal orders against torch.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from .backends import backend
+from .observe import observe
+
+PROPERTY_SETTINGS = settings(max_examples=40, deadline=None)
+
+
+@st.composite
+def graph_specs(draw):
+    size = draw(st.integers(1, 8))
+    parents = [draw(st.integers(0, child - 1)) for child in range(1, size)]
+    alias = st.integers(1, max(size - 1, 1)).flatmap(
+        lambda child: st.tuples(st.integers(0, child - 1), st.just(child)))
+    aliases = draw(st.lists(alias, max_size=3, unique=True)) if size > 1 else []
+    params = [draw(st.integers(0, 2)) for _ in range(size)]
+    with_params = [i for i, count in enumerate(params) if count]
+    ties = draw(st.lists(st.tuples(st.sampled_from(with_params), st.integers(0, size - 1)), max_size=2,
+                         unique_by=lambda tie: tie[1])) if with_params else []
+    buffers = [draw(st.sampled_from([None, "persistent", "non-persistent", "int64"])) for _ in range(size)]
+    return {"parents": parents, "aliases": aliases, "params": params, "ties": ties, "buffers": buffers}
+
+
+def build(lib, spec, seed=0):
+    """The modules of `spec` on `lib` (index 0 is the root), filled with reproducible values."""
+    rng = np.random.default_rng(seed)
+    modules = [lib.nn.Module() for _ in spec["params"]]
+    for index, count in enumerate(spec["params"]):
+        for k in range(count):
+            shape = (k + 1, 2)
+            setattr(modules[index], f"p{k}", lib.Parameter(lib.tensor(rng.normal(size=shape))))
+    for index, kind in enumerate(spec["buffers"]):
+        if kind == "int64":
+            modules[index].register_buffer("count", lib.tensor(rng.integers(0, 9, 3), dtype=lib.int64))
+        elif kind:
+            modules[index].register_buffer("stat", lib.tensor(rng.normal(size=2)),
+                                           persistent=kind == "persistent")
+    for owner, holder in spec["ties"]:
+        modules[holder].tied = modules[owner].p0
+    for child, parent in enumerate(spec["parents"], start=1):
+        setattr(modules[parent], f"m{child}", modules[child])
+    for parent, child in spec["aliases"]:
+        setattr(modules[parent], f"alias{child}", modules[child])
+    return modules
+
+
+def path_counts(spec):
+    """How many distinct attribute paths lead from the root to each module (parents always have smaller index)."""
+    counts = [1] + [0] * (len(spec["params"]) - 1)
+    edges = sorted([(parent, child) for child, parent in enumerate(spec["parents"], start=1)] + spec["aliases"],
+                   key=lambda edge: edge[1])
+    for parent, child in edges:
+        counts[child] += counts[parent]
+    return counts
+
+
+def registered_params(spec):
+    """Parameter slots per module: its own, plus one if it holds a tied parameter."""
+    tied = {holder for _, holder in spec["ties"]}
+    return [count + (index in tied) for index, count in enumerate(spec["params"])]
+
+
+def traversals(lib, root):
+    return observe((
+        [name for name, _ in root.named_modules()],
+        [name for name, _ in root.named_modules(remove_duplicate=False)],
+        [name for name, _ in root.named_parameters()],
+        [name for name, _ in root.named_parameters(remove_duplicate=False)],
+        [name for name, _ in root.named_buffers()],
+        list(root.state_dict()),
+        root.state_dict()._metadata,
+    ), lib, oracle=lib.name == "torch")
+
+
+@PROPERTY_SETTINGS
+@given(graph_specs())
+def test_traversal_orders_match_torch(spec):
+    torch_lib, ours = backend("torch"), backend("modulecraft")
+    assert traversals(ours, build(ours, spec)[0]) == traversals(torch_lib, build(torch_lib, spec)[0])
+
+
+@PROPERTY_SETTINGS
+@given(graph_specs())
+def test_each_distinct_module_is_yielded_once(spec):
+    lib = backend("modulecraft")
+    modules = build(lib, spec)
+    yielded = [id(module) for _, module in modules[0].named_modules()]
+    assert sorted(yielded) == sorted(id(module) for module in modules)
+    every_path = list(modules[0].named_modules(remove_duplicate=False))
+    assert len(every_path) == sum(path_counts(spec))
+
+
+@PROPERTY_SETTINGS
+@given(graph_specs())
+def test_shared_parameters_are_yielded_once_unless_asked(spec):
+    lib = backend("modulecraft")
+    root = build(lib, spec)[0]
+    distinct = sum(spec["params"])
+    assert len(list(root.parameters())) == distinct
+    assert len({id(p) for p in root.parameters()}) == distinct
+    every_slot = sum(paths * slots for paths, slots in zip(path_counts(spec), registered_params(spec)))
+    assert len(list(root.named_parameters(remove_duplicate=False))) == every_slot
+
+
+@PROPERTY_SETTINGS
+@given(graph_specs(), st.lists(st.integers(0, 7), max_size=4))
+def test_train_false_reaches_every_module(spec, flipped_first):
+    lib = backend("modulecraft")
+    modules = build(lib, spec)
+    for index in flipped_first:  # start from a mixed state
+        modules[index % len(modules)].training = False
+    assert modules[0].train(False) is modules[0]
+    assert not any(module.training for module in modules)
+    modules[0].train()
+    assert all(module.training for module in modules)
+
+
+def _values(state):
+    return [(key, np.asarray(value).dtype.str, np.asarray(value).tolist()) for key, value in state.items()]
+
+
+@PROPERTY_SETTINGS
+@given(graph_specs(), st.integers(0, 2**16))
+def test_state_dict_round_trip_through_disk(tmp_path_factory, spec, seed):
+    lib = backend("modulecraft")
+    root = build(lib, spec, seed=seed)[0]
+    path = tmp_path_factory.mktemp("checkpoint") / "model.npz"
+    state = root.state_dict()
+    lib.modulecraft.save(state, path)
+    loaded = lib.modulecraft.load(path)
+    assert _values(loaded) == _values(state)
+    assert dict(loaded._metadata) == dict(state._metadata)
+    fresh = build(lib, spec, seed=seed + 1)[0]
+    fresh.load_state_dict(loaded)
+    assert _values(fresh.state_dict()) == _values(state)
+
+
+CORRUPTIONS = ["drop a key", "add a key", "change a shape"]
+
+
+@PROPERTY_SETTINGS
+@given(graph_specs(), st.lists(st.sampled_from(CORRUPTIONS), min_size=1, max_size=3), st.randoms())
+def test_failed_strict_load_changes_nothing(spec, corruptions, random):
+    lib = backend("modulecraft")
+    root = build(lib, spec)[0]
+    state = build(lib, spec, seed=1)[0].state_dict()
+    keys = list(state)
+    for corruption in corruptions:
+        if corruption == "add a key" or not keys:
+            state["m99.extra"] = lib.zeros(1)
+        elif corruption == "drop a key":
+            del state[keys.pop(random.randrange(len(keys)))]
+        else:
+            key = random.choice(keys)
+            state[key] = lib.zeros(*state[key].shape, 1)
+    members_before = {name: (tensor, tensor.copy()) for name, tensor in root.state_dict(keep_vars=True).items()}
+    with pytest.raises(RuntimeError, match="Error\\(s\\) in loading state_dict"):
+        root.load_state_dict(state)
+    after = root.state_dict(keep_vars=True)
+    assert list(after) == list(members_before)
+    for name, (tensor, values) in members_before.items():
+        assert after[name] is tensor, name
+        assert np.array_equal(after[name], values), name
