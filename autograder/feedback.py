@@ -1,12 +1,12 @@
 """Feedback preprocessing: keep hidden tests out of the learner's feedback."""
 from __future__ import annotations
 
-from nbconvert.preprocessors import Preprocessor
+from nbgrader.preprocessors import NbGraderPreprocessor
 
 from nbgrader import utils
 
 
-class ReduceTestErrors(Preprocessor):
+class ReduceTestErrors(NbGraderPreprocessor):
     """Reduce every error shown under a test cell to `ErrorName: message`.
 
     `ClearHiddenTests` removes the hidden lines from the cell source, but a failing hidden test's traceback
