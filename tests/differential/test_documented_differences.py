@@ -1,0 +1,87 @@
+"""Where modulecraft differs from torch on purpose: each difference pinned down on both libraries.
+
+These are the documented exceptions to "behaves like torch.nn": a failed strict load changes nothing (torch leaves
+a half-loaded model), a dtype change makes new arrays (numpy cannot change an array's dtype in place), there are no
+devices, Parameter/Buffer are ndarray subclasses, and checkpoints are .npz + JSON instead of pickles.
+"""
+
+import numpy as np
+import pytest
+
+from .backends import backend
+from .models import set_values
+from .observe import differential, raises
+
+
+def _values(lib, module):
+    return {name: lib.to_numpy(t).copy() for name, t in module.state_dict().items()}
+
+
+def _half_loadable(lib):
+    """A model and a checkpoint for it whose first layer fits and whose second has a wrong shape."""
+    model = set_values(lib, lib.nn.Sequential(lib.nn.Linear(2, 2), lib.nn.Linear(2, 2)), seed=1)
+    other = set_values(lib, lib.nn.Sequential(lib.nn.Linear(2, 2), lib.nn.Linear(3, 2)), seed=2)
+    return model, other.state_dict()
+
+
+def test_failed_strict_load_leaves_the_module_unchanged_where_torch_half_loads():
+    for name, changes_fitting_tensors in (("torch", True), ("modulecraft", False)):
+        lib = backend(name)
+        model, checkpoint = _half_loadable(lib)
+        before = _values(lib, model)
+        weight = model[0].weight
+        with pytest.raises(RuntimeError, match="size mismatch for 1.weight"):
+            model.load_state_dict(checkpoint)
+        after = _values(lib, model)
+        assert model[0].weight is weight
+        assert (not np.array_equal(after["0.weight"], before["0.weight"])) is changes_fitting_tensors, name
+        assert np.array_equal(after["1.weight"], before["1.weight"]), name
+
+
+@differential
+def test_non_strict_load_with_a_size_mismatch_copies_what_fits_like_torch(lib):
+    model, checkpoint = _half_loadable(lib)
+    outcome = raises(lambda: model.load_state_dict(checkpoint, strict=False), "size mismatch for 1.weight")
+    return outcome, model.state_dict()
+
+
+def test_dtype_change_makes_new_parameters_where_torch_keeps_them():
+    for name, keeps_identity in (("torch", True), ("modulecraft", False)):
+        lib = backend(name)
+        model = lib.nn.Linear(2, 2)
+        weight = model.weight
+        model.double()
+        assert (model.weight is weight) is keeps_identity, name
+        assert isinstance(model.weight, lib.Parameter) and model.weight.dtype == lib.float64
+    assert weight.dtype == np.float32, "the old array is left as it was"
+    model.float()
+    same = model.weight
+    assert model.float().weight is same, "no dtype change, no new object"
+
+
+def test_there_are_no_devices():
+    model = backend("modulecraft").nn.Linear(1, 1)
+    assert model.to("cpu") is model and model.cpu() is model
+    with pytest.raises(ValueError, match="device must be 'cpu'"):
+        model.to("cuda")
+
+
+def test_parameter_and_buffer_are_ndarray_subclasses():
+    lib = backend("modulecraft")
+    param, buffer = lib.Parameter(lib.zeros(2)), lib.Buffer(lib.zeros(2))
+    assert isinstance(param, np.ndarray) and isinstance(buffer, np.ndarray)
+    assert type(param * 2) is np.ndarray
+
+
+def test_checkpoints_are_npz_with_json_and_never_pickles(tmp_path):
+    lib = backend("modulecraft")
+    model = set_values(lib, lib.nn.Sequential(lib.nn.Linear(2, 2), lib.nn.BatchNorm1d(2)))
+    path = tmp_path / "model.npz"
+    lib.modulecraft.save(model.state_dict(), path)
+    with np.load(path, allow_pickle=False) as archive:
+        assert set(model.state_dict()) <= set(archive.files)
+        assert np.array_equal(archive["0.weight"], model[0].weight)
+    with pytest.raises(TypeError):
+        lib.modulecraft.save({"opaque": object()}, tmp_path / "refused.npz")
+    with pytest.raises(TypeError):
+        lib.modulecraft.save({"objects": np.array([object()])}, tmp_path / "refused.npz")
