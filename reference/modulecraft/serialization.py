@@ -3,7 +3,8 @@
 ``torch.save`` pickles, and unpickling a file someone sent you can run arbitrary code. A modulecraft
 checkpoint is a plain ``.npz`` archive instead: one ``.npy`` entry per array, named by its state_dict key,
 plus one entry ``__modulecraft__`` holding JSON with the key order, the ``_metadata`` (each module's
-``_version``) and any non-array values (e.g. extra state) as JSON. Any numpy can inspect it:
+``_version``), the keys of lazy modules' uninitialised placeholders (which have no values to store) and
+any non-array values (e.g. extra state) as JSON. Any numpy can inspect it:
 ``np.load(path).files``. Loading never unpickles (``allow_pickle=False``).
 """
 
@@ -17,6 +18,8 @@ from typing import IO, Any, Union
 
 import numpy as np
 
+from modulecraft.nn.parameter import UninitializedBuffer, UninitializedParameter, is_lazy
+
 __all__ = ["save", "load"]
 
 _HEADER = "__modulecraft__"
@@ -29,19 +32,24 @@ PathOrFile = Union[str, os.PathLike, IO[bytes]]
 def save(obj: Mapping[str, Any], f: PathOrFile) -> None:
     """Write the state_dict ``obj`` to ``f`` (a path or a binary file object) as ``.npz`` + JSON.
 
-    Values must be numpy arrays, or JSON-serialisable values (numbers, strings, lists, dicts, None).
+    Values must be numpy arrays (uninitialised placeholders included), or JSON-serialisable values
+    (numbers, strings, lists, dicts, None).
     A path is used as given (numpy adds ``.npz`` only when we let it, so we do not).
     """
     if not isinstance(obj, Mapping):
         raise TypeError(f"modulecraft.save stores a state_dict (a mapping of names to arrays), got {type(obj).__name__}")
     arrays: dict[str, np.ndarray] = {}
     values: dict[str, Any] = {}
+    lazy: dict[str, dict[str, str]] = {}
     for key, value in obj.items():
         if not isinstance(key, str):
             raise TypeError(f"state_dict keys must be strings, got {key!r}")
         if key == _HEADER:
             raise ValueError(f"the key {_HEADER!r} is reserved for the checkpoint's own metadata")
-        if isinstance(value, np.ndarray):
+        if is_lazy(value):
+            lazy[key] = {"kind": "parameter" if isinstance(value, UninitializedParameter) else "buffer",
+                         "dtype": value.dtype.str}
+        elif isinstance(value, np.ndarray):
             if value.dtype.hasobject:
                 raise TypeError(f"cannot save {key!r}: arrays of Python objects would need pickle")
             arrays[key] = np.asarray(value)
@@ -58,6 +66,7 @@ def save(obj: Mapping[str, Any], f: PathOrFile) -> None:
         "version": _FORMAT_VERSION,
         "keys": list(obj.keys()),
         "values": values,
+        "uninitialized": lazy,
         "metadata": None if metadata is None else dict(metadata),
     }
     payload = {_HEADER: np.array(json.dumps(header))}
@@ -67,6 +76,12 @@ def save(obj: Mapping[str, Any], f: PathOrFile) -> None:
             np.savez(file, **payload)
     else:
         np.savez(f, **payload)
+
+
+def _placeholder(kind: str, dtype: str):
+    """The shape-less parameter or buffer of a lazy module that had not run yet when it was saved."""
+    cls = UninitializedParameter if kind == "parameter" else UninitializedBuffer
+    return cls(dtype=np.dtype(dtype))
 
 
 def load(f: PathOrFile) -> OrderedDict:
@@ -80,8 +95,14 @@ def load(f: PathOrFile) -> OrderedDict:
             raise ValueError(f"{f!r} has an unknown checkpoint format {header.get('format')!r} "
                              f"version {header.get('version')!r}; upgrade modulecraft to read it")
         state_dict = OrderedDict()
+        lazy = header.get("uninitialized", {})
         for key in header["keys"]:
-            state_dict[key] = header["values"][key] if key in header["values"] else archive[key]
+            if key in lazy:
+                state_dict[key] = _placeholder(**lazy[key])
+            elif key in header["values"]:
+                state_dict[key] = header["values"][key]
+            else:
+                state_dict[key] = archive[key]
     if header["metadata"] is not None:
         state_dict._metadata = OrderedDict(header["metadata"])
     return state_dict
