@@ -117,6 +117,18 @@ def test_forward_hooks_replace_the_output_in_turn(lib):
 
 
 @differential
+def test_call_uses_the_instance_forward_with_and_without_hooks(lib):
+    """The no-hook fast path and the hook path both look `forward` up on the instance."""
+    module = lib.nn.Linear(1, 1)
+    module.forward = lambda x, *, tag="": ("instance forward", x, tag)
+    without_hooks = module(1, tag="fast")
+    handle = module.register_forward_hook(lambda m, args, out: out + ("hooked",))
+    with_hooks = module(2, tag="slow")
+    handle.remove()
+    return without_hooks, with_hooks, module(3)
+
+
+@differential
 def test_plain_hooks_never_see_kwargs(lib):
     log = []
     module = echo_module(lib, log)

@@ -96,3 +96,22 @@ def test_batchnorm_input_errors(lib):
         raises(lambda: module(lib.zeros(3)), "expected 2D or 3D input (got 1D input)"),
         raises(lambda: module(lib.zeros(1, 3)), "Expected more than 1 value per channel when training"),
     ]
+
+
+@differential
+def test_repr_of_nested_custom_modules(lib):
+    class Described(lib.nn.Module):
+        def __init__(self, lines, children=()):
+            super().__init__()
+            self.lines = lines
+            for index, child in enumerate(children):
+                self.add_module(f"part{index}", child)
+
+        def extra_repr(self):
+            return "\n".join(self.lines)
+
+    leaf = Described([])
+    inner = Described(["depth=2"], [lib.nn.Linear(1, 2), leaf])
+    outer = Described(["first line", "second line"], [inner, lib.nn.Sequential(lib.nn.ReLU(), Described(["x"]))])
+    outer.add_module("missing", None)
+    return repr(leaf), repr(Described(["only extra"])), repr(outer)

@@ -113,6 +113,14 @@ def test_load_state_dict_refuses_values_that_are_not_tensors(lib, strict):
 
 
 @differential
+def test_load_a_plain_dict_without_metadata(lib):
+    source, target = _problems(lib)
+    state = dict(source.state_dict())
+    del state["1.num_batches_tracked"]  # without _metadata every version is None: BatchNorm fills it in
+    return target.load_state_dict(state), target.state_dict()
+
+
+@differential
 def test_load_state_dict_refuses_non_mappings(lib):
     return raises(lambda: lib.nn.Linear(1, 1).load_state_dict([1, 2]),
                   "Expected state_dict to be dict-like, got <class 'list'>.")
@@ -140,8 +148,9 @@ def test_load_with_assign_replaces_the_objects(lib):
     )
 
 
+@pytest.mark.parametrize("assign", [False, True])
 @differential
-def test_load_hooks(lib):
+def test_load_hooks(lib, assign):
     log = []
     source, target = _problems(lib)
 
@@ -158,7 +167,7 @@ def test_load_hooks(lib):
     target.register_load_state_dict_post_hook(forgive_missing)
     state = source.state_dict()
     del state["1.running_mean"], state["0.bias"]
-    result = target.load_state_dict(state)
+    result = target.load_state_dict(state, assign=assign)
     return log, result
 
 
