@@ -166,7 +166,8 @@ class TreeDrawer:
         graph = Drawing(
             name="module_tree",
             graph_attr={"rankdir": self.options.direction, "fontname": style.FONT, "fontsize": f"{size:g}",
-                        "nodesep": "0.25", "ranksep": "0.35", "labelloc": "t"},
+                        "nodesep": "0.25", "ranksep": "0.35", "labelloc": "t",
+                        "ordering": "out"},  # children left to right in registration order, as named_modules
             node_attr={"fontname": style.FONT, "fontsize": f"{size:g}", "shape": "box",
                        "style": "rounded,filled", "color": style.COLOURS["border"], "margin": "0.06,0.04"},
             edge_attr={"fontname": style.FONT, "fontsize": f"{size * 0.8:g}", "color": style.COLOURS["border"],
