@@ -15,6 +15,7 @@ backward hooks, ``grad`` is filled by nobody but you); a dtype change makes new 
 
 from __future__ import annotations
 
+import functools
 import itertools
 import warnings
 import weakref
@@ -103,6 +104,7 @@ class _WrappedHook:
 
     def __init__(self, hook: Callable, module: Optional[Module] = None) -> None:
         self.hook = hook
+        functools.update_wrapper(self, hook)  # keeps the hook's __name__ for anyone listing hooks
         self.with_module = module is not None
         if module is not None:
             self.module = weakref.ref(module)
@@ -222,16 +224,13 @@ class _ParameterConversion:
         if entry is not None:
             return entry[1]
         applied = self._converted(param)
-        if param.grad is not None:
-            grad = self._converted(param.grad)
+        grad = None if param.grad is None else self._converted(param.grad)
         if applied is param:
-            if param.grad is not None:
-                param.grad = grad
+            param.grad = grad
             return param
         new = applied if is_lazy(applied) else Parameter(applied, param.requires_grad)
         new.requires_grad = param.requires_grad
-        if param.grad is not None:
-            new.grad = grad
+        new.grad = grad
         self._replaced[id(param)] = (param, new)
         return new
 
