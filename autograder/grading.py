@@ -14,6 +14,7 @@ import hashlib
 import json
 import multiprocessing
 import os
+import shutil
 import sys
 import time
 import warnings
@@ -37,7 +38,8 @@ class Outcome:
     chapter: str
     score: float = 0.0
     max_score: float = 0.0
-    needs_review: list[str] = dataclasses.field(default_factory=list)  # why a person must look at it
+    needs_review: list[str] = dataclasses.field(default_factory=list)  # why a person must look (points held)
+    notes: list[str] = dataclasses.field(default_factory=list)  # what went wrong but was graded (e.g. timeouts)
     attempts: int = 0
     seconds: float = 0.0
     submission_sha256: str = ""
@@ -153,10 +155,11 @@ def grade_submission(root: str, course_id: str, student: str, chapter: str) -> O
 
     problems = integrity.inspect_submission(submitted, source)
     if integrity.is_ungradable(problems):
+        shutil.rmtree(root_path / "autograded" / student / chapter, ignore_errors=True)  # no stale feedback
         _record_zero(api, chapter, student)
         outcome.needs_review = problems
     else:
-        for attempt in (1, 2):
+        for attempt in (1, 2):  # a kernel that died or timed out may have been starved by load: once more
             outcome.attempts = attempt
             integrity.reset_verdict()
             sandbox.events.clear()
@@ -164,9 +167,12 @@ def grade_submission(root: str, course_id: str, student: str, chapter: str) -> O
             failures = sandbox.events + execution_failures(result, root_path, student, chapter)
             if not failures:
                 break
-        outcome.needs_review = problems + failures + integrity.verdict()
-        if failures and not (root_path / "autograded" / student / chapter).is_dir():
+        if (root_path / "autograded" / student / chapter).is_dir():
+            outcome.notes = failures  # the cells that failed this way scored zero, the others count
+            outcome.needs_review = problems + integrity.verdict()
+        else:  # nbgrader gave up on the whole notebook (dead kernel): nothing to show, a person must look
             _record_zero(api, chapter, student)
+            outcome.needs_review = problems + failures
     if outcome.needs_review:
         _hold_for_review(api, chapter, student)
     outcome.score, outcome.max_score = _total(api, chapter, student)
@@ -176,7 +182,7 @@ def grade_submission(root: str, course_id: str, student: str, chapter: str) -> O
 
 
 def execution_failures(result: dict, root: Path, student: str, chapter: str) -> list[str]:
-    """Why an autograde run cannot be trusted as it is (kernel died, cell timed out, notebook too slow)."""
+    """What went wrong running the notebook that load could explain (kernel died, cell timed out)."""
     if not result["success"]:
         log = result.get("log", "") + result.get("error", "")
         if "DeadKernelError" in log or "Kernel died" in log:

@@ -50,6 +50,7 @@ class Guard:
         self._watch(type(sys.stdout), "sys.stdout's type", ["write", "flush"])
         self._watch(Guard, "the guard", ["verify", "_problems", "_report", "snapshot"])
         self.bound_modules = {}  # names bound to modules by the course's locked cells
+        self.ipython = _ipython_hooks()
 
     def _watch(self, owner, owner_name, names):
         for name in names:
@@ -74,6 +75,8 @@ class Guard:
                      if module is not None and sys.modules.get(name) is not module]
         problems += [f"the name {name!r} no longer refers to the module {module.__name__}"
                      for name, module in self.bound_modules.items() if namespace.get(name) is not module]
+        now = _ipython_hooks()
+        problems += [f"IPython's {name} were changed" for name, value in self.ipython.items() if now.get(name) != value]
         if sys.gettrace() is not None:
             problems.append("a trace function is installed (sys.settrace)")
         if sys.getprofile() is not None:
@@ -112,6 +115,29 @@ def _always_equal(namespace):
         except Exception:
             pass
     return found
+
+
+def _ipython_hooks():
+    """IPython's ways of rewriting or swallowing a cell: input/AST transformers, custom exception handlers,
+    pre-execution callbacks. Stored as identities, so that appending to a list shows."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return {}
+    shell = get_ipython()
+    if shell is None:
+        return {}
+    manager = shell.input_transformer_manager
+    return {
+        "custom exception handlers": tuple(shell.custom_exceptions),
+        "input transformers": tuple(map(id, [*shell.input_transformers_post, *manager.cleanup_transforms,
+                                             *manager.line_transforms, *manager.token_transformers])),
+        "AST transformers": tuple(map(id, shell.ast_transformers)),
+        "pre-run callbacks": tuple(map(id, [*shell.events.callbacks.get("pre_run_cell", []),
+                                            *shell.events.callbacks.get("pre_execute", [])])),
+        "traceback handlers": (id(type(shell).showtraceback), id(vars(shell).get("showtraceback")),
+                               id(type(shell).run_cell), id(vars(shell).get("run_cell"))),
+    }
 
 
 def install():
