@@ -1,0 +1,57 @@
+"""The chapters under test and their typical wrong implementations, found on disk.
+
+Every `course/source/<ch>/<ch>.ipynb` is a chapter; `wrong_implementations/<ch>.py` holds its mistakes (format in
+wrong_implementations/README.md). Nothing here is chapter-specific, so new chapters are tested as soon as they exist.
+"""
+from __future__ import annotations
+
+import runpy
+from pathlib import Path
+
+import nbformat
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SOURCE = REPO_ROOT / "course" / "source"
+WRONG_DIR = Path(__file__).resolve().parent / "wrong_implementations"
+
+CHAPTERS = sorted(p.parent.name for p in SOURCE.glob("*/*.ipynb") if p.stem == p.parent.name)
+
+
+def notebook_path(chapter: str) -> Path:
+    return SOURCE / chapter / f"{chapter}.ipynb"
+
+
+def read_notebook(chapter: str) -> nbformat.NotebookNode:
+    return nbformat.read(notebook_path(chapter), as_version=4)
+
+
+def nbgrader_meta(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+def solution_ids(nb) -> list[str]:
+    return [nbgrader_meta(c)["grade_id"] for c in nb.cells if nbgrader_meta(c).get("solution")]
+
+
+def graded_cells(nb) -> dict[str, float]:
+    """grade_id -> points of every graded test cell."""
+    return {nbgrader_meta(c)["grade_id"]: float(nbgrader_meta(c)["points"])
+            for c in nb.cells if nbgrader_meta(c).get("grade")}
+
+
+def exercise_test_cells(solution_id: str, graded: dict[str, float]) -> list[str]:
+    """The test cells of an exercise: `<solution id>_visible` and `<solution id>_hidden`."""
+    return [gid for gid in graded if gid in (f"{solution_id}_visible", f"{solution_id}_hidden")]
+
+
+def wrong_implementations(chapter: str) -> list[dict]:
+    path = WRONG_DIR / f"{chapter}.py"
+    return runpy.run_path(str(path))["WRONG_IMPLEMENTATIONS"] if path.exists() else []
+
+
+def with_cell_replaced(nb, grade_id: str, source: str) -> nbformat.NotebookNode:
+    """A copy of `nb` whose cell `grade_id` holds `source` (what a learner would have typed)."""
+    copy = nbformat.from_dict(nb)
+    (cell,) = [c for c in copy.cells if nbgrader_meta(c).get("grade_id") == grade_id]
+    cell.source = source.strip("\n")
+    return copy

@@ -1,0 +1,77 @@
+"""Real nbgrader autograding of every chapter: solutions earn everything, untouched releases nothing, and each
+typical wrong implementation loses points on its own exercise with feedback that names the mistake.
+
+Per chapter, all submissions (solved, untouched, one student per wrong implementation) are graded in ONE run.
+"""
+from __future__ import annotations
+
+import html
+import re
+
+import nbformat
+import pytest
+
+from .chapters import CHAPTERS, graded_cells, read_notebook, exercise_test_cells, with_cell_replaced, wrong_implementations
+
+pytestmark = pytest.mark.slow
+
+WRONG = [pytest.param(chapter, wrong, id=f"{chapter}-{wrong['mistake']}")
+         for chapter in CHAPTERS for wrong in wrong_implementations(chapter)]
+
+
+@pytest.fixture(scope="session")
+def graded(course, release, tmp_path_factory):
+    """graded(chapter) grades all of the chapter's submissions once and returns the course."""
+    done = set()
+
+    def grade_chapter(chapter: str):
+        if chapter not in done:
+            folder = tmp_path_factory.mktemp(f"submissions-{chapter}")
+            source = read_notebook(chapter)
+            course.submit("solved", chapter, _write(folder / "solved.ipynb", source))
+            course.submit("untouched", chapter, release(chapter))
+            for wrong in wrong_implementations(chapter):
+                submission = with_cell_replaced(source, wrong["grade_id"], wrong["source"])
+                course.submit(wrong["mistake"], chapter, _write(folder / f"{wrong['mistake']}.ipynb", submission))
+            report = course.grade(chapters=[chapter], force=True)
+            assert not report.needs_review, report.needs_review
+            done.add(chapter)
+        return course
+
+    return grade_chapter
+
+
+def _write(path, nb):
+    nbformat.write(nb, path)
+    return path
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_solved_notebook_gets_full_marks(chapter, graded):
+    scores = graded(chapter).scores("solved", chapter)
+    assert {gid: score for gid, (score, _) in scores.items()} == graded_cells(read_notebook(chapter))
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_untouched_release_scores_zero_on_every_graded_cell(chapter, graded):
+    scores = graded(chapter).scores("untouched", chapter)
+    assert set(scores) == set(graded_cells(read_notebook(chapter)))
+    assert {gid: score for gid, (score, _) in scores.items() if score != 0} == {}
+
+
+@pytest.mark.parametrize(("chapter", "wrong"), WRONG)
+def test_wrong_implementation_loses_points_and_feedback_names_it(chapter, wrong, graded):
+    course = graded(chapter)
+    full = graded_cells(read_notebook(chapter))
+    scores = {gid: score for gid, (score, _) in course.scores(wrong["mistake"], chapter).items()}
+    own = exercise_test_cells(wrong["grade_id"], full)
+    assert sum(scores[g] for g in own) < sum(full[g] for g in own), f"{wrong['mistake']} kept full marks"
+    others = {g: scores[g] for g in full if g not in own and scores[g] != full[g]}
+    assert others == {}, "a mistake in one exercise must not cost points in another"
+    feedback = _text(course.feedback_html(wrong["mistake"], chapter))
+    assert wrong["feedback"] in feedback
+
+
+def _text(page: str) -> str:
+    """The visible text of a feedback page: tags dropped, entities decoded."""
+    return html.unescape(re.sub(r"<[^>]+>", "", page))

@@ -1,0 +1,96 @@
+"""Every chapter notebook is well-formed nbgrader source, runs with its solutions, and releases cleanly."""
+from __future__ import annotations
+
+import os
+import re
+import time
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+from nbgrader.nbgraderformat import MetadataValidator
+
+from .chapters import (CHAPTERS, graded_cells, nbgrader_meta, notebook_path, read_notebook, solution_ids,
+                      exercise_test_cells, wrong_implementations)
+
+pytestmark = pytest.mark.parametrize("chapter", CHAPTERS)
+
+
+def test_notebook_is_valid_nbgrader_source(chapter):
+    nb = read_notebook(chapter)
+    nbformat.validate(nb)
+    MetadataValidator().validate_nb(nb)
+    ids = [nbgrader_meta(c)["grade_id"] for c in nb.cells if nbgrader_meta(c)]
+    assert len(ids) == len(set(ids)), f"duplicate grade ids: {sorted({i for i in ids if ids.count(i) > 1})}"
+    for cell in nb.cells:
+        meta = nbgrader_meta(cell)
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None, f"{cell.id}: committed with outputs"
+        if cell.cell_type == "markdown":
+            assert meta.get("locked"), f"markdown cell {cell.id} is not locked"
+        if meta.get("grade"):
+            assert meta["locked"] and meta["points"] > 0, f"test cell {meta['grade_id']} must be locked, with points"
+        if meta.get("solution"):
+            assert not meta["locked"] and "### BEGIN SOLUTION" in cell.source and "### END SOLUTION" in cell.source
+    assert nb.cells[-1].source.strip().endswith("check_my_work()"), "the last cell must run check_my_work()"
+
+
+def test_every_exercise_has_visible_and_hidden_tests_and_points_add_up(chapter):
+    nb = read_notebook(chapter)
+    graded = graded_cells(nb)
+    exercises = solution_ids(nb)
+    assert 1 <= len(exercises) <= 6, f"{len(exercises)} exercises"
+    for solution_id in exercises:
+        assert exercise_test_cells(solution_id, graded) == [f"{solution_id}_visible", f"{solution_id}_hidden"], solution_id
+    hidden_cells = [c for c in nb.cells if nbgrader_meta(c).get("grade_id", "").endswith("_hidden")]
+    assert all("### BEGIN HIDDEN TESTS" in c.source and "import torch" not in c.source for c in hidden_cells)
+    assert set(graded) == {gid for s in exercises for gid in exercise_test_cells(s, graded)}, "test cells without an exercise"
+
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    stated = re.search(r"\*\*Exercises:\*\* (\d+) \((\d+) points\)", text)
+    assert stated, "the title cell states '**Exercises:** N (P points)'"
+    assert (int(stated[1]), float(stated[2])) == (len(exercises), sum(graded.values()))
+    per_exercise = [float(p) for p in re.findall(r"^### Exercise \d+ \((\d+) points?\)", text, re.M)]
+    assert per_exercise == [sum(graded[g] for g in exercise_test_cells(s, graded)) for s in exercises]
+
+
+def test_every_exercise_has_two_wrong_implementations(chapter):
+    exercises = solution_ids(read_notebook(chapter))
+    wrong = wrong_implementations(chapter)
+    counts = {s: sum(w["grade_id"] == s for w in wrong) for s in exercises}
+    assert all(n >= 2 for n in counts.values()), f"wrong implementations per exercise: {counts}"
+    assert {w["grade_id"] for w in wrong} <= set(exercises)
+    labels = [w["mistake"] for w in wrong]
+    assert len(labels) == len(set(labels)), "mistake labels must be unique within a chapter"
+
+
+def test_runs_top_to_bottom_with_solutions_in_under_10_seconds(chapter, monkeypatch):
+    monkeypatch.setenv("MODULECRAFT_GRADING", "1")  # the last cell would otherwise grade a copy of the notebook
+    nb = read_notebook(chapter)
+    started = time.monotonic()
+    NotebookClient(nb, timeout=60, kernel_name="python3",
+                   resources={"metadata": {"path": str(notebook_path(chapter).parent)}}).execute()
+    seconds = time.monotonic() - started
+    assert seconds < 10, f"{chapter} took {seconds:.1f} s"
+
+
+@pytest.mark.slow
+def test_release_has_no_solution_and_no_hidden_test(chapter, release):
+    source, student = read_notebook(chapter), nbformat.read(release(chapter), as_version=4)
+    text = "\n".join(c.source for c in student.cells)
+    for marker in ["BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"]:
+        assert marker not in text
+    by_id = {nbgrader_meta(c).get("grade_id"): c for c in student.cells}
+    for cell in source.cells:
+        meta = nbgrader_meta(cell)
+        if meta.get("solution"):
+            assert "raise NotImplementedError()" in by_id[meta["grade_id"]].source
+            assert _body(cell.source, "SOLUTION").isdisjoint(by_id[meta["grade_id"]].source.splitlines())
+        if "### BEGIN HIDDEN TESTS" in cell.source:
+            assert _body(cell.source, "HIDDEN TESTS").isdisjoint(by_id[meta["grade_id"]].source.splitlines())
+
+
+def _body(source: str, region: str) -> set[str]:
+    """The non-trivial lines between `### BEGIN <region>` and `### END <region>`."""
+    inside = source.split(f"### BEGIN {region}", 1)[1].split(f"### END {region}", 1)[0]
+    return {line for line in inside.splitlines() if len(line.strip()) > 12}

@@ -1,0 +1,78 @@
+WRONG_IMPLEMENTATIONS = [
+    dict(
+        grade_id="c00_linear",
+        mistake="bias-ignored",
+        feedback="compute x @ weight.T + bias",
+        source='''
+def linear(x, weight, bias=None):
+    return x @ weight.T
+''',
+    ),
+    dict(
+        grade_id="c00_linear",
+        mistake="bias-always-added",
+        feedback="add the bias only when it is not None",
+        source='''
+def linear(x, weight, bias=None):
+    return x @ weight.T + bias
+''',
+    ),
+    dict(
+        grade_id="c00_count_parameters",
+        mistake="counts-arrays-not-values",
+        feedback="a weight of 3 x 2 values plus a bias of 2",
+        source='''
+def count_parameters(module):
+    return len(list(module.parameters()))
+''',
+    ),
+    dict(
+        grade_id="c00_count_parameters",
+        mistake="own-parameters-only",
+        feedback="count the parameters of the children too",
+        source='''
+def count_parameters(module):
+    return sum(p.size for p in module._parameters.values() if p is not None)
+''',
+    ),
+    dict(
+        grade_id="c00_count_parameters",
+        mistake="shared-counted-twice",
+        feedback="count them once",
+        source='''
+def count_parameters(module):
+    return sum(p.size for _, p in module.named_parameters(remove_duplicate=False))
+''',
+    ),
+    dict(
+        grade_id="c00_tiny_mlp",
+        mistake="no-super-init",
+        feedback="cannot assign module before Module.__init__() call",
+        source='''
+class TinyMLP(nn.Module):
+    def __init__(self, inputs, hidden, outputs):
+        self.hidden = nn.Linear(inputs, hidden)
+        self.activation = nn.ReLU()
+        self.output = nn.Linear(hidden, outputs)
+
+    def forward(self, x):
+        return self.output(self.activation(self.hidden(x)))
+''',
+    ),
+    dict(
+        grade_id="c00_tiny_mlp",
+        mistake="activation-skipped",
+        feedback="check the order and the activation",
+        source='''
+class TinyMLP(nn.Module):
+    def __init__(self, inputs, hidden, outputs):
+        super().__init__()
+        self.hidden = nn.Linear(inputs, hidden)
+        self.activation = nn.ReLU()
+        self.output = nn.Linear(hidden, outputs)
+
+    def forward(self, x):
+        return self.output(self.hidden(x))
+''',
+    ),
+]

@@ -1,0 +1,125 @@
+_HOOK_DICTS = '''(
+        "_forward_hooks", "_forward_hooks_with_kwargs", "_forward_hooks_always_called",
+        "_forward_pre_hooks", "_forward_pre_hooks_with_kwargs",
+        "_state_dict_hooks", "_state_dict_pre_hooks", "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks",
+    )'''
+
+WRONG_IMPLEMENTATIONS = [
+    dict(
+        grade_id="c01_module_init",
+        mistake="plain-assignment",
+        feedback="went through Module.__setattr__",
+        source=f'''
+def module_init(self):
+    self.training = True
+    self._parameters = {{}}
+    self._buffers = {{}}
+    self._non_persistent_buffers_set = set()
+    for hooks in {_HOOK_DICTS}:
+        setattr(self, hooks, OrderedDict())
+    self._modules = {{}}
+''',
+    ),
+    dict(
+        grade_id="c01_module_init",
+        mistake="missing-kwargs-hook-dicts",
+        feedback="The attributes created by module_init",
+        source='''
+def module_init(self):
+    object.__setattr__(self, "training", True)
+    object.__setattr__(self, "_parameters", {})
+    object.__setattr__(self, "_buffers", {})
+    object.__setattr__(self, "_non_persistent_buffers_set", set())
+    for hooks in ("_forward_hooks", "_forward_pre_hooks", "_state_dict_hooks", "_load_state_dict_pre_hooks"):
+        object.__setattr__(self, hooks, OrderedDict())
+    object.__setattr__(self, "_modules", {})
+''',
+    ),
+    dict(
+        grade_id="c01_module_init",
+        mistake="shared-containers",
+        feedback="two modules share the same",
+        source=f'''
+_EMPTY = {{"_parameters": {{}}, "_buffers": {{}}, "_modules": {{}}, "_non_persistent_buffers_set": set()}}
+_EMPTY.update({{hooks: OrderedDict() for hooks in {_HOOK_DICTS}}})
+
+def module_init(self):
+    object.__setattr__(self, "training", True)
+    for name, container in _EMPTY.items():
+        object.__setattr__(self, name, container)
+''',
+    ),
+    dict(
+        grade_id="c01_forward_unimplemented",
+        mistake="base-class-name",
+        feedback="Calling a module whose class defines no forward",
+        source='''
+def forward_unimplemented(self, *input):
+    raise NotImplementedError('Module [Module] is missing the required "forward" function')
+''',
+    ),
+    dict(
+        grade_id="c01_forward_unimplemented",
+        mistake="fixed-arity",
+        feedback="it should accept *input",
+        source='''
+def forward_unimplemented(self, x):
+    raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
+''',
+    ),
+    dict(
+        grade_id="c01_call_impl",
+        mistake="pre-hook-result-not-wrapped",
+        feedback="a pre-hook result that is not a tuple is wrapped",
+        source='''
+def call_impl(self, *args, **kwargs):
+    for hook in (*module_impl._global_forward_pre_hooks.values(), *self._forward_pre_hooks.values()):
+        new_args = hook(self, args)
+        if new_args is not None:
+            args = new_args
+    result = self.forward(*args, **kwargs)
+    for hook in (*module_impl._global_forward_hooks.values(), *self._forward_hooks.values()):
+        new_result = hook(self, args, result)
+        if new_result is not None:
+            result = new_result
+    return result
+''',
+    ),
+    dict(
+        grade_id="c01_call_impl",
+        mistake="class-forward",
+        feedback="an instance attribute model.forward was ignored",
+        source='''
+def call_impl(self, *args, **kwargs):
+    forward_call = type(self).forward.__get__(self)
+    for hook in (*module_impl._global_forward_pre_hooks.values(), *self._forward_pre_hooks.values()):
+        new_args = hook(self, args)
+        if new_args is not None:
+            args = new_args if isinstance(new_args, tuple) else (new_args,)
+    result = forward_call(*args, **kwargs)
+    for hook in (*module_impl._global_forward_hooks.values(), *self._forward_hooks.values()):
+        new_result = hook(self, args, result)
+        if new_result is not None:
+            result = new_result
+    return result
+''',
+    ),
+    dict(
+        grade_id="c01_call_impl",
+        mistake="global-hooks-ignored",
+        feedback="global hooks run before local ones",
+        source='''
+def call_impl(self, *args, **kwargs):
+    for hook in self._forward_pre_hooks.values():
+        new_args = hook(self, args)
+        if new_args is not None:
+            args = new_args if isinstance(new_args, tuple) else (new_args,)
+    result = self.forward(*args, **kwargs)
+    for hook in self._forward_hooks.values():
+        new_result = hook(self, args, result)
+        if new_result is not None:
+            result = new_result
+    return result
+''',
+    ),
+]
