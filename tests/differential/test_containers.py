@@ -136,3 +136,21 @@ def test_parameter_dict(lib):
     edit("get with default", lambda: params.get("nope", None))
     edit("del", lambda: params.__delitem__("b"))
     return trace
+
+
+@differential
+def test_container_keys_are_validated_like_attribute_names(lib):
+    nn = lib.nn
+    return [
+        raises(lambda: nn.ModuleDict({"a.b": nn.ReLU()}), 'module name can\'t contain ".", got: a.b'),
+        raises(lambda: nn.ModuleDict({"training": nn.ReLU()}), "attribute 'training' already exists"),
+        raises(lambda: nn.ModuleDict({"": nn.ReLU()}), 'module name can\'t be empty string ""'),
+        raises(lambda: nn.ModuleDict({"x": 3}), "is not a Module subclass"),
+        raises(lambda: nn.ModuleList([nn.ReLU(), 3]), "is not a Module subclass"),
+    ]
+
+
+@differential
+def test_parameter_list_holds_other_objects_too(lib):
+    params = lib.nn.ParameterList([1, "text", lib.zeros(2)])
+    return repr(params), [type(p) for p in params], [name for name, _ in params.named_parameters()]

@@ -67,6 +67,12 @@ def test_dropout_obeys_training(lib):
     )
 
 
+@differential
+def test_dropout_in_place_changes_its_input(lib):
+    x = lib.ones(3)
+    return lib.nn.Dropout(1.0, inplace=True)(x) is x, x
+
+
 @pytest.mark.parametrize("shape", [(4, 3), (4, 3, 5)])
 @pytest.mark.parametrize("momentum", [0.1, None])
 @differential

@@ -1,6 +1,9 @@
 """Parameter and Buffer: the tensor types that registration recognises (chapters 3-4)."""
 
-from .observe import differential
+import copy
+import pickle
+
+from .observe import differential, raises
 
 
 @differential
@@ -44,9 +47,12 @@ def test_is_param_flag_makes_any_tensor_a_parameter(lib):
     flagged = lib.as_subclass(lib.zeros(2), Flagged)
     module = lib.nn.Module()
     module.f = flagged
+    module.register_parameter("g", lib.as_subclass(lib.ones(1), Flagged))
     return (
         isinstance(flagged, lib.Parameter), isinstance(lib.as_subclass(lib.zeros(2), Unflagged), lib.Parameter),
         isinstance(lib.zeros(2), lib.Parameter), list(module._parameters), module._parameters["f"] is flagged,
+        [name for name, _ in module.named_parameters()], list(module.state_dict()),
+        raises(lambda: setattr(module, "f", lib.zeros(2)), "cannot assign", "as parameter 'f'"),
     )
 
 
@@ -69,3 +75,12 @@ def test_assigning_a_buffer_registers_it_as_a_plain_tensor(lib):
     module.register_buffer("explicit", lib.Buffer(lib.zeros(1)), persistent=False)
     return (list(module._buffers), module._non_persistent_buffers_set, list(module.state_dict()),
             [type(b) for b in module.buffers()])
+
+
+@differential
+def test_copies_of_a_parameter(lib):
+    frozen = lib.Parameter(lib.arange(2), requires_grad=False)
+    trained = lib.Parameter(lib.arange(3))
+    lib.set_grad(trained, [1.0, 1.0, 1.0])
+    copies = [copy.deepcopy(frozen), copy.deepcopy(trained), pickle.loads(pickle.dumps(frozen))]
+    return [(c, c.requires_grad, c.grad, lib.shares_memory(c, frozen)) for c in copies]

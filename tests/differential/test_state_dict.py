@@ -64,6 +64,7 @@ def test_state_dict_hooks(lib):
     inner.register_state_dict_post_hook(
         lambda m, state, prefix, local_metadata: log.append(("post", prefix, list(state), dict(local_metadata))))
     model._register_state_dict_hook(lambda m, state, prefix, local_metadata: OrderedDict(replaced=lib.ones(1)))
+    inner._register_state_dict_hook(lambda m, state, prefix, local_metadata: OrderedDict(ignored=lib.ones(1)))
     replaced = model.state_dict(prefix="top.")
     model[0].register_state_dict_post_hook(lambda m, state, prefix, local_metadata: state)
     return log, replaced, raises(model.state_dict, "state_dict post-hook must return None")
@@ -110,6 +111,16 @@ def test_load_state_dict_refuses_values_that_are_not_tensors(lib, strict):
     return raises(lambda: target.load_state_dict(state, strict=strict),
                   "Error(s) in loading state_dict for Sequential:\n\t",
                   'While copying the parameter named "0.bias", expected', "from checkpoint but received <class 'int'>")
+
+
+@differential
+def test_keys_for_none_members_and_non_persistent_buffers_are_unexpected(lib):
+    target = lib.nn.Linear(2, 3, bias=False)
+    target.register_buffer("cache", lib.zeros(1), persistent=False)
+    state = lib.nn.Linear(2, 3).state_dict()
+    state["cache"] = lib.ones(1)
+    return target.load_state_dict(state, strict=False), raises(lambda: target.load_state_dict(state),
+                                                               whole_message=True)
 
 
 @differential

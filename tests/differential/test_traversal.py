@@ -50,6 +50,15 @@ def test_named_parameters_and_buffers(lib, kind, call):
 
 
 @differential
+def test_none_children_are_skipped(lib):
+    model = lib.nn.Sequential(lib.nn.Linear(1, 1))
+    model.add_module("empty", None)
+    model.register_module("also_empty", None)
+    return (list(model.named_modules()), list(model.named_children()), list(model.state_dict()),
+            [type(m) for m in model.children()], raises(lambda: model.get_submodule("empty.x"), "`empty` is not an nn.Module"))
+
+
+@differential
 def test_get_submodule_parameter_and_buffer(lib):
     model = net(lib)
     found = [
