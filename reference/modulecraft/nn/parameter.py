@@ -29,6 +29,24 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _returning_plain(method):
+    def plain_result(self, *args, **kwargs):
+        return _plain(method(self, *args, **kwargs))
+
+    plain_result.__name__ = method.__name__
+    plain_result.__doc__ = method.__doc__
+    return plain_result
+
+
+def _with_plain_method_results(cls):
+    """Class decorator: the ndarray methods that build an array of the caller's class return plain ones."""
+    for name in ("reshape", "transpose", "swapaxes", "squeeze", "ravel", "flatten", "copy", "astype", "repeat",
+                 "take", "diagonal", "dot", "round", "clip", "cumsum", "cumprod"):
+        setattr(cls, name, _returning_plain(getattr(np.ndarray, name)))
+    return cls
+
+
+@_with_plain_method_results
 class _StateArray(np.ndarray):
     """An ndarray whose derived arrays (arithmetic, indexing, numpy functions) come out as plain ndarrays.
 
@@ -61,21 +79,6 @@ class _StateArray(np.ndarray):
     def data(self) -> np.ndarray:  # type: ignore[override]
         """Like torch's ``.data``: the values as a plain array sharing memory (shadows ndarray's raw buffer)."""
         return self.view(np.ndarray)
-
-
-def _returning_plain(method):
-    def plain_result(self, *args, **kwargs):
-        return _plain(method(self, *args, **kwargs))
-
-    plain_result.__name__ = method.__name__
-    plain_result.__doc__ = method.__doc__
-    return plain_result
-
-
-# ndarray methods that build a new array (or a view) of the caller's class; ours give plain arrays instead.
-for _name in ("reshape", "transpose", "swapaxes", "squeeze", "ravel", "flatten", "copy", "astype", "repeat",
-              "take", "diagonal", "dot", "round", "clip", "cumsum", "cumprod"):
-    setattr(_StateArray, _name, _returning_plain(getattr(np.ndarray, _name)))
 
 
 class _FlagInstanceCheck(type):
