@@ -253,13 +253,26 @@ class _StrictLoadSnapshot:
     def __init__(self, root: Module) -> None:
         self.modules = []
         self.arrays = {}
-        for module in root.modules():
+        for module in self._reachable(root):
             self.modules.append((module, module.__class__, module._parameters.copy(), module._buffers.copy(),
                                  module._non_persistent_buffers_set.copy()))
             for array in itertools.chain(module._parameters.values(), module._buffers.values()):
                 if array is not None and id(array) not in self.arrays:
                     values = None if is_lazy(array) else np.array(array)  # a plain copy of the values
                     self.arrays[id(array)] = (array, array.__class__, array.dtype, values)
+
+    @staticmethod
+    def _reachable(root: Module) -> list[Module]:
+        """Every module under ``root``, found through ``_modules`` directly so that no overridable
+        traversal method (a learner's ``named_modules``, say) runs as a side effect of loading."""
+        found, stack, seen = [], [root], set()
+        while stack:
+            module = stack.pop()
+            if id(module) not in seen:
+                seen.add(id(module))
+                found.append(module)
+                stack.extend(child for child in module._modules.values() if child is not None)
+        return found
 
     def restore(self) -> None:
         for module, cls, parameters, buffers, non_persistent in self.modules:
