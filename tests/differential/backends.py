@@ -15,15 +15,16 @@ import numpy as np
 
 
 class Backend:
-    """What a scenario may use; subclasses fill in the library-specific parts."""
+    """What a scenario may use; subclasses fill in the library-specific parts.
+
+    Set by each subclass: `nn`, `TensorBase` (torch.Tensor / numpy.ndarray), `RemovableHandle`,
+    `UninitializedParameter`, the dtypes `float16`, `float32`, `float64`, `int64`.
+    """
 
     name: str
 
     def __repr__(self) -> str:
         return self.name
-
-    # Attributes shared by name: nn, Parameter, Buffer, float16/32/64, int64, TensorBase, RemovableHandle,
-    # hooks (the module holding the global hook registries), is_lazy, UninitializedParameter.
 
     @cached_property
     def Parameter(self):

@@ -11,9 +11,9 @@ the two are equal:
 - modules become ("module", class name); classes become their name, with torch.Tensor / numpy.ndarray both "array";
 - a namedtuple keeps its type name and fields (`_IncompatibleKeys`), dicts keep their type and key order;
 - `raises(fn, *phrases)` records the exception type and which of the key phrases its (normalised) message
-  contains. On torch
-  every phrase must be present (otherwise the scenario is wrong, not the library), so a missing phrase in modulecraft
-  shows up as a difference.
+  contains. On torch every phrase must be present (otherwise the scenario is wrong, not the library), so a missing
+  phrase in modulecraft shows up as a difference. `raises(fn, whole_message=True)` compares the entire normalised
+  message instead, where its exact layout is the contract (load_state_dict's error report).
 
 Anything else is refused, so no scenario compares something by accident (e.g. by `repr` of an object).
 """
