@@ -89,7 +89,10 @@ def test_module_dict(lib):
     layers = nn.ModuleDict({"fc": nn.Linear(2, 2), "act": nn.ReLU()})
     trace = [snapshot(layers), list(layers.keys()), list(layers.values()), list(layers.items()), "fc" in layers,
              len(layers), layers["act"], raises(lambda: layers["missing"], "missing"),
-             raises(lambda: layers.update(3), "ModuleDict.update should be called with an iterable")]
+             raises(lambda: layers.update(3), "ModuleDict.update should be called with an iterable"),
+             raises(lambda: layers.update([3]), "ModuleDict update sequence element #0 should be Iterable"),
+             raises(lambda: layers.update([("a", nn.ReLU(), 1)]),
+                    "ModuleDict update sequence element #0 has length 3; 2 is required")]
 
     def edit(label, change):
         trace.append((label, change(), snapshot(layers)))
@@ -123,7 +126,8 @@ def test_parameter_list(lib):
 @differential
 def test_parameter_dict(lib):
     params = lib.nn.ParameterDict({"w": lib.Parameter(lib.zeros(3)), "b": lib.zeros(1)})
-    trace = [snapshot(params), list(params.keys()), [type(v) for v in params.values()],
+    ordered = lib.nn.ParameterDict(OrderedDict([("w", lib.zeros(1)), ("b", lib.zeros(1))]))
+    trace = [snapshot(params), list(ordered.keys()), list(params.keys()), [type(v) for v in params.values()],
              list(params.named_parameters()), "w" in params, len(params),
              raises(lambda: params["missing"], "missing")]
 

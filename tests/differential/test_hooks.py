@@ -1,5 +1,6 @@
 """Forward pre-hooks, forward hooks, global hooks, registration hooks and RemovableHandle (chapter 6)."""
 
+import warnings
 from collections import OrderedDict
 
 import pytest
@@ -171,6 +172,21 @@ def test_always_call_hooks_run_when_forward_raises(lib):
     module.register_forward_hook(lambda m, args, kwargs, out: log.append(("always with kwargs", kwargs)),
                                  always_call=True, with_kwargs=True)
     return raises(lambda: module(5), "forward failed"), log
+
+
+@differential
+def test_failing_always_call_hook_is_silenced_with_a_warning(lib):
+    module = failing_module(lib, [])
+
+    def broken(m, args, out):
+        raise KeyError("hook failed too")
+
+    module.register_forward_hook(broken, always_call=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        outcome = raises(lambda: module(1), "forward failed")
+    return outcome, [("raised an exception that was silenced" in str(w.message), "hook failed too" in str(w.message))
+                     for w in caught if "always_call" in str(w.message)]
 
 
 @differential

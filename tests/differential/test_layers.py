@@ -15,6 +15,7 @@ LAYERS = {
     "Dropout": lambda nn: nn.Dropout(),
     "Dropout in place": lambda nn: nn.Dropout(p=0.25, inplace=True),
     "BatchNorm1d": lambda nn: nn.BatchNorm1d(3),
+    "BatchNorm1d with other settings": lambda nn: nn.BatchNorm1d(5, eps=0.001, momentum=0.3),
     "BatchNorm1d without affine and stats": lambda nn: nn.BatchNorm1d(
         4, eps=1e-3, momentum=None, affine=False, track_running_stats=False),
 }
@@ -64,6 +65,7 @@ def test_dropout_obeys_training(lib):
     return (
         kept_values, half(x), float(lib.nn.Dropout(1.0)(x).sum()), float(lib.nn.Dropout(0.0)(x).sum()),
         raises(lambda: lib.nn.Dropout(1.5), "dropout probability has to be between 0 and 1, but got 1.5"),
+        raises(lambda: lib.nn.Dropout(-0.1), "dropout probability has to be between 0 and 1, but got -0.1"),
     )
 
 

@@ -56,6 +56,23 @@ def test_save_to_state_dict_override_and_none_members(lib):
 
 
 @differential
+def test_extra_state(lib):
+    class Noted(lib.nn.Linear):
+        def get_extra_state(self):
+            return {"note": "kept", "count": 3}
+
+        def set_extra_state(self, state):
+            self.received = state
+
+    source, target = lib.nn.Sequential(Noted(1, 1)), lib.nn.Sequential(Noted(1, 1))
+    state = source.state_dict()
+    trace = [list(state), state["0._extra_state"], target.load_state_dict(state), target[0].received]
+    del state["0._extra_state"]
+    trace.append(raises(lambda: target.load_state_dict(state), whole_message=True))
+    return trace
+
+
+@differential
 def test_state_dict_hooks(lib):
     log = []
     model = lib.nn.Sequential(lib.nn.Linear(1, 1))

@@ -84,7 +84,7 @@ def test_train_and_eval_reach_every_module(lib):
     trace = [model.eval() is model, [m.training for m in model.modules()]]
     trace += [model.train() is model, [m.training for m in model.modules()]]
     trace += [model.seq.train(False) is model.seq, [m.training for m in model.modules()]]
-    trace.append(raises(lambda: model.train("yes"), "training mode is expected to be boolean"))
+    trace += [raises(lambda: model.train(mode), "training mode is expected to be boolean") for mode in ("yes", 1, None)]
     return trace
 
 
@@ -106,10 +106,11 @@ def test_dtype_conversion(lib, conversion):
         "float after double": lambda: model.double().float(),
         "to float32": lambda: model.to(dtype=lib.float32),
     }[conversion]
+    lib.set_grad(model.scale, [1.0])
     returned = convert()
     members = [*model.named_parameters(), *model.named_buffers()]
     return (
-        returned is model, [(name, type(t), t.dtype) for name, t in members],
+        returned is model, [(name, type(t), t.dtype) for name, t in members], model.scale.grad,
         model.head.weight is model.seq[0].weight, model.alias is model.a,
     )
 
