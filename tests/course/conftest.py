@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from .chapters import CHAPTERS
+from course_chapters import CHAPTERS
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,8 @@ import re
 import nbformat
 import pytest
 
-from .chapters import CHAPTERS, graded_cells, read_notebook, exercise_test_cells, with_cell_replaced, wrong_implementations
+from course_chapters import (CHAPTERS, exercise_test_cells, graded_cells, read_notebook, solved, with_cell_replaced,
+                             wrong_implementations)
 
 pytestmark = pytest.mark.slow
 
@@ -27,11 +28,11 @@ def graded(course, release, tmp_path_factory):
     def grade_chapter(chapter: str):
         if chapter not in done:
             folder = tmp_path_factory.mktemp(f"submissions-{chapter}")
-            source = read_notebook(chapter)
-            course.submit("solved", chapter, _write(folder / "solved.ipynb", source))
+            answers = solved(nbformat.read(release(chapter), as_version=4), read_notebook(chapter))
+            course.submit("solved", chapter, _write(folder / "solved.ipynb", answers))
             course.submit("untouched", chapter, release(chapter))
             for wrong in wrong_implementations(chapter):
-                submission = with_cell_replaced(source, wrong["grade_id"], wrong["source"])
+                submission = with_cell_replaced(answers, wrong["grade_id"], wrong["source"])
                 course.submit(wrong["mistake"], chapter, _write(folder / f"{wrong['mistake']}.ipynb", submission))
             report = course.grade(chapters=[chapter], force=True)
             assert not report.needs_review, report.needs_review

@@ -10,7 +10,7 @@ import pytest
 from nbclient import NotebookClient
 from nbgrader.nbgraderformat import MetadataValidator
 
-from .chapters import (CHAPTERS, graded_cells, nbgrader_meta, notebook_path, read_notebook, solution_ids,
+from course_chapters import (CHAPTERS, graded_cells, nbgrader_meta, notebook_path, read_notebook, solution_ids,
                       exercise_test_cells, wrong_implementations)
 
 pytestmark = pytest.mark.parametrize("chapter", CHAPTERS)
@@ -41,10 +41,12 @@ def test_every_exercise_has_visible_and_hidden_tests_and_points_add_up(chapter):
     exercises = solution_ids(nb)
     assert 1 <= len(exercises) <= 6, f"{len(exercises)} exercises"
     for solution_id in exercises:
-        assert exercise_test_cells(solution_id, graded) == [f"{solution_id}_visible", f"{solution_id}_hidden"], solution_id
+        expected = [f"{solution_id}_visible", f"{solution_id}_hidden"]
+        assert exercise_test_cells(solution_id, graded) == expected, solution_id
     hidden_cells = [c for c in nb.cells if nbgrader_meta(c).get("grade_id", "").endswith("_hidden")]
     assert all("### BEGIN HIDDEN TESTS" in c.source and "import torch" not in c.source for c in hidden_cells)
-    assert set(graded) == {gid for s in exercises for gid in exercise_test_cells(s, graded)}, "test cells without an exercise"
+    owned = {gid for s in exercises for gid in exercise_test_cells(s, graded)}
+    assert set(graded) == owned, "test cells without an exercise"
 
     text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     stated = re.search(r"\*\*Exercises:\*\* (\d+) \((\d+) points\)", text)
