@@ -15,6 +15,7 @@ class Element:
     texts: list[str]
     dashed: bool
     fills: set[str]  # fill colours of the shapes inside (table cell backgrounds)
+    x: float  # where its first text starts, left to right
 
     @property
     def text(self) -> str:
@@ -31,7 +32,9 @@ def parse(svg: str) -> list[Element]:
             texts = [t.text.strip() for t in group.iter(f"{SVG}text") if t.text and t.text.strip()]
             dashed = any(p.get("stroke-dasharray") for p in group.iter(f"{SVG}path"))
             fills = {shape.get("fill") for shape in group.iter(f"{SVG}polygon")} - {None, "none"}
-            found.append(Element(group.get("id", ""), classes, texts, dashed, fills))
+            first_text = next(group.iter(f"{SVG}text"), None)
+            x = float(first_text.get("x")) if first_text is not None else 0.0
+            found.append(Element(group.get("id", ""), classes, texts, dashed, fills, x))
     return found
 
 

@@ -31,6 +31,17 @@ def test_tree_edges_join_each_module_to_its_parent(fw, build):
     assert not any(edge.dashed for edge in tree_edges)
 
 
+@pytest.mark.parametrize("build", [models.shared, models.deep], ids=lambda build: build.__name__)
+def test_children_drawn_left_to_right_in_registration_order(fw, build):
+    model = build(fw)
+    drawn = svg.modules(draw_tree(model).svg())
+    for prefix, module in model.named_modules():
+        children = [qualname for qualname in (f"{prefix}.{name}".lstrip(".") for name, _ in module.named_children())
+                    if qualname in drawn]
+        positions = [drawn[qualname].x for qualname in children]
+        assert positions == sorted(positions), f"children of {prefix or '(root)'} out of order: {children}"
+
+
 def test_shared_module_drawn_once_with_a_dashed_second_path(fw):
     model = models.shared(fw)
     rendered = draw_tree(model).svg()

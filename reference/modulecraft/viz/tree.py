@@ -325,7 +325,7 @@ class TreeDrawer:
             if shared.parent not in self.shown:
                 continue
             graph.edge(node_name(shared.parent), node_name(self.visible(shared.target)), label=style.text(shared.path),
-                       style="dashed", color=style.COLOURS["shared"], fontcolor=style.COLOURS["shared"],
+                       style="dashed", color=style.COLOURS["shared"], fontcolor=style.COLOURS["shared"], constraint="false",
                        id=f"mc-shared-{shared.path}", **{"class": "shared-module"})
         for qualname in self.shown:
             self._draw_shared_parameters(graph, qualname)
