@@ -12,7 +12,8 @@ from .grading import GradingReport, grade_class, nbgrader_api
 
 
 class Course:
-    """A grading folder `root` laid out as an nbgrader course whose `source` is the repository's chapters.
+    """A grading folder `root` laid out as an nbgrader course whose `source` is the repository's chapters
+    (or `source`; an existing folder keeps the source it was created with).
 
     Everything generated (releases, submissions, gradebook, feedback) lives under `root`; nothing is written
     into the repository. The folder is private to its owner: grading kernels run as another user.
@@ -21,10 +22,14 @@ class Course:
     def __init__(self, root: str | os.PathLike, source: str | os.PathLike | None = None,
                  course_id: str = course_config.COURSE_ID):
         self.root = Path(root).resolve()
+        link = self.root / "source"
+        if source is None and link.is_symlink():  # a grading folder remembers the chapters it was made from
+            source = link.resolve()
         self.source = Path(source or course_config.COURSE_SOURCE).resolve()
         self.course_id = course_id
         self.root.mkdir(parents=True, exist_ok=True)
         self.root.chmod(0o700)
+        (self.root / "exchange").mkdir(exist_ok=True)  # nbgrader's API insists on one; we do not use it
         self._link_source()
         (self.root / "nbgrader_config.py").write_text(
             course_config.CONFIG_FILE_TEXT.format(root=str(self.root), course_id=course_id))

@@ -1,0 +1,85 @@
+"""The classroom pipeline end to end, through the command line: release, collect, grade, feedback, export."""
+import csv
+import json
+import zipfile
+
+import pytest
+
+from autograder import synthetic
+from autograder.cli import main
+
+pytestmark = pytest.mark.slow
+
+# Each generated student: the cells they changed from the released notebook, and their exact expected scores.
+WRONG_ADD = "def add(a, b):\n    return np.asarray(a) - np.asarray(b)"
+SCALE_IN_PLACE = "def scale(x, factor):\n    x = np.asarray(x)\n    x *= factor\n    return x"  # hidden test fails
+STUDENTS = {
+    "ada": ("solved", {}, {"test_add": 2, "test_scale": 3}),
+    "bo": ("solved", {"add": WRONG_ADD}, {"test_add": 0, "test_scale": 3}),
+    "cy": ("solved", {"scale": SCALE_IN_PLACE}, {"test_add": 2, "test_scale": 0}),
+    "di": ("blank", {}, {"test_add": 0, "test_scale": 0}),
+}
+HIDDEN_SOURCE = ["BEGIN HIDDEN TESTS", "add([-1.5], [0.5])", "x = np.ones(2)", "scale(x, 2) is not x"]
+
+
+def test_release_collect_grade_feedback_export(toy_course, tmp_path, capsys):
+    root = ["--root", str(toy_course.root)]
+    assert main(["release", *root, "90_toy"]) == 0
+
+    archive = tmp_path / "hand-in.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for student, (start, cells, _) in STUDENTS.items():
+            notebook = synthetic.with_cells(getattr(synthetic, start)(toy_course, "90_toy"), cells)
+            name = f"{student}/90_toy.ipynb" if student != "di" else "di_90_toy.ipynb"
+            zf.writestr(name, json.dumps(notebook))
+        zf.writestr("notes.txt", "not a notebook")
+        zf.writestr("homework.ipynb", "{}")
+    capsys.readouterr()
+    assert main(["collect", *root, str(archive)]) == 1  # 1: some files were not matched
+    report = capsys.readouterr().out
+    assert "collected 4 submission(s)" in report
+    assert "notes.txt: not a notebook" in report
+    assert "homework.ipynb: no chapter name in the file name" in report
+
+    assert main(["grade", *root]) == 0
+    for student, (_, _, expected) in STUDENTS.items():
+        assert toy_course.scores(student, "90_toy") == {k: (float(v), float(m)) for (k, v), m
+                                                        in zip(expected.items(), (2.0, 3.0))}
+
+    assert main(["feedback", *root]) == 0
+    feedback = {student: toy_course.feedback_path(student, "90_toy").read_text() for student in STUDENTS}
+    for student, html in feedback.items():
+        for hidden in HIDDEN_SOURCE:
+            assert hidden not in html, f"{student}'s feedback shows hidden test source {hidden!r}"
+        assert "Traceback (most recent call last)" not in html and "Cell In[" not in html  # no tracebacks
+    # What remains is the assertion message, written for the learner.
+    assert "scale must return a new array, not modify its input" in feedback["cy"]
+    assert "add([1, 2], [3, 4]) should be [4, 6]" in feedback["bo"]
+
+    output = tmp_path / "grades.csv"
+    assert main(["export", *root, "--output", str(output)]) == 0
+    rows = {(r["student"], r["chapter"]): r for r in csv.DictReader(output.open())}
+    assert {(s, c) for s, c in rows} == {(s, c) for s in STUDENTS for c in ("90_toy", "91_other")}
+    for student, (_, _, expected) in STUDENTS.items():
+        row = rows[(student, "90_toy")]
+        assert (float(row["score"]), float(row["max_score"]), row["status"]) == (sum(expected.values()), 5.0, "graded")
+        assert rows[(student, "91_other")]["status"] == "not submitted"
+
+    capsys.readouterr()
+    assert main(["status", *root]) == 0
+    assert "90_toy: 4 graded" in capsys.readouterr().out
+
+
+def test_a_regrade_skips_what_is_graded_and_unchanged(toy_course):
+    for student in ("ada", "bo"):
+        path = toy_course.root.parent / f"{student}.ipynb"
+        synthetic.write(synthetic.solved(toy_course, "90_toy"), path)
+        toy_course.submit(student, "90_toy", path)
+    first = toy_course.grade()
+    assert [o.score for o in first.outcomes] == [5.0, 5.0] and first.skipped == 0
+    changed = synthetic.with_cells(synthetic.solved(toy_course, "90_toy"), {"add": WRONG_ADD})
+    synthetic.write(changed, toy_course.submission_path("bo", "90_toy"))
+    second = toy_course.grade()
+    assert second.skipped == 1
+    assert second.outcome("bo", "90_toy").score == 3.0
+    assert toy_course.scores("ada", "90_toy")["test_add"] == (2.0, 2.0)
