@@ -34,6 +34,14 @@ def test_init_sets_state_without_going_through_setattr(lib):
 
 
 @differential
+def test_module_init_takes_no_arguments(lib):
+    return [
+        raises(lambda: lib.nn.Module(1), "Module.__init__() takes 1 positional argument but 2 were given"),
+        raises(lambda: lib.nn.Module(x=1), "Module.__init__() got an unexpected keyword argument 'x'"),
+    ]
+
+
+@differential
 def test_default_forward_raises_missing_forward(lib):
     class Headless(lib.nn.Module):
         pass
@@ -118,6 +126,7 @@ def test_setattr_type_errors_for_registered_names(lib):
                "cannot assign 'int' as child module 'c'", "Module or None expected"),
         raises(lambda: setattr(module, "b", "text"), "cannot assign 'str' as buffer 'b'", "or None expected"),
         raises(lambda: setattr(module, "empty_buffer", 1.5), "cannot assign 'float' as buffer 'empty_buffer'"),
+        raises(lambda: setattr(module, "forward", lib.Parameter(lib.zeros(1))), "attribute 'forward' already exists"),
         where(module, "w"), where(module, "c"), where(module, "b"),
     ]
 

@@ -283,3 +283,40 @@ def test_registration_hooks_see_and_may_replace_values(lib):
         handle.remove()
     module.after_removal = lib.nn.ReLU()
     return log, module._modules, module.swapped_param, module.swapped_buffer
+
+
+@differential
+def test_hooks_added_or_removed_during_a_call_take_effect_on_the_next_call(lib):
+    """torch iterates over a snapshot of the hooks: the classic one-shot hook removes itself safely."""
+    log = []
+    module = echo_module(lib, log)
+    handles = {}
+
+    def once(m, args):
+        log.append("once")
+        handles["once"].remove()
+        m.register_forward_pre_hook(lambda m, args: log.append("added during the call"))
+
+    def once_after(m, args, out):
+        log.append("once after")
+        handles["once after"].remove()
+
+    handles["once"] = module.register_forward_pre_hook(once)
+    handles["once after"] = module.register_forward_hook(once_after)
+    module.register_forward_hook(lambda m, args, out: log.append("stays"))
+    for call in range(3):
+        log.append(("call", call))
+        module(call)
+    return log
+
+
+@differential
+def test_handle_ids_are_the_keys_of_the_hook_dicts(lib):
+    module = echo_module(lib, [])
+    pre = module.register_forward_pre_hook(lambda m, args: None)
+    post = module.register_forward_hook(lambda m, args, out: None, always_call=True)
+    glob = lib.hooks.register_module_forward_hook(lambda m, args, out: None, always_call=True)
+    return (list(module._forward_pre_hooks) == [pre.id], list(module._forward_hooks) == [post.id],
+            list(module._forward_hooks_always_called) == [post.id],
+            list(lib.hooks._global_forward_hooks) == [glob.id],
+            list(lib.hooks._global_forward_hooks_always_called) == [glob.id])

@@ -26,7 +26,7 @@ def test_parameter_wraps_its_data_without_copying(lib):
 @differential
 def test_arithmetic_on_a_parameter_gives_plain_tensors(lib):
     param = lib.Parameter(lib.arange(3))
-    results = [param * 2, param + param, -param, param[1:], param.reshape(3, 1)]
+    results = [param * 2, param + param, -param, param[1:], param.reshape(3, 1), param.detach()]
     return [(type(r), isinstance(r, lib.Parameter), r) for r in results]
 
 
@@ -84,3 +84,10 @@ def test_copies_of_a_parameter(lib):
     lib.set_grad(trained, [1.0, 1.0, 1.0])
     copies = [copy.deepcopy(frozen), copy.deepcopy(trained), pickle.loads(pickle.dumps(frozen))]
     return [(c, c.requires_grad, c.grad, lib.shares_memory(c, frozen)) for c in copies]
+
+
+@differential
+def test_requires_grad_in_place_returns_the_parameter(lib):
+    param = lib.Parameter(lib.zeros(1))
+    return param.requires_grad_(False) is param, param.requires_grad, param.requires_grad_() is param, \
+        param.requires_grad

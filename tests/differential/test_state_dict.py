@@ -176,9 +176,11 @@ def test_load_with_assign_replaces_the_objects(lib):
     )
 
 
+@pytest.mark.parametrize("strict", [True, False])
 @pytest.mark.parametrize("assign", [False, True])
 @differential
-def test_load_hooks(lib, assign):
+def test_load_hooks(lib, assign, strict):
+    """Every module's pre-hook sees strict=True whatever the caller passed (torch checks strictness at the end)."""
     log = []
     source, target = _problems(lib)
 
@@ -195,8 +197,8 @@ def test_load_hooks(lib, assign):
     target.register_load_state_dict_post_hook(forgive_missing)
     state = source.state_dict()
     del state["1.running_mean"], state["0.bias"]
-    result = target.load_state_dict(state, assign=assign)
-    return log, result
+    result = target.load_state_dict(state, assign=assign, strict=strict)
+    return log, result, list(state)
 
 
 @differential
@@ -246,6 +248,16 @@ def test_batchnorm_loads_checkpoints_from_before_num_batches_tracked(lib, versio
     else:
         state._metadata["1"]["version"] = version
     outcome = raises(lambda: target.load_state_dict(state), whole_message=True)
+    assert "1.num_batches_tracked" not in state, "the caller's dict is never changed"
     if outcome.error is not None:  # what a failed load leaves behind differs on purpose (test_strict_load_...)
         return outcome
     return outcome, target[1].num_batches_tracked, target[1].running_mean
+
+
+@pytest.mark.parametrize("assign", [False, True])
+@differential
+def test_load_into_a_model_with_shared_members(lib, assign):
+    source, target = net(lib), set_values(lib, net(lib), seed=5)
+    result = target.load_state_dict(source.state_dict(), assign=assign)
+    return (result, target.state_dict(), target.head.weight is target.seq[0].weight, target.alias is target.a,
+            [type(p) for p in target.parameters()])

@@ -143,3 +143,18 @@ def test_requires_grad_and_zero_grad(lib):
     model.zero_grad()
     trace.append([p.grad for p in model.parameters()])
     return trace
+
+
+@differential
+def test_set_submodule(lib):
+    model = lib.nn.Sequential(lib.nn.Linear(1, 1), lib.nn.Sequential(lib.nn.ReLU()))
+    trace = [
+        raises(lambda: model.set_submodule("", lib.nn.ReLU()), "Cannot set the submodule without a target name!"),
+        raises(lambda: model.set_submodule("1.5", lib.nn.ReLU(), strict=True), "Sequential has no attribute `5`"),
+        raises(lambda: model.set_submodule("0.weight", lib.nn.ReLU()), "`weight` is not an nn.Module"),
+        raises(lambda: model.set_submodule("1.0", 3), "`module` is not an nn.Module, found <class 'int'>"),
+        raises(lambda: model.set_submodule("9.0", lib.nn.ReLU()), "Sequential has no attribute `9`"),
+    ]
+    model.set_submodule("1.0", lib.nn.Identity(), strict=True)
+    model.set_submodule("1.7", lib.nn.Dropout())
+    return trace, repr(model)
