@@ -132,6 +132,7 @@ def test_highlight_lights_the_node_or_what_stands_for_it(fw):
     assert lit(draw_tree(model, highlight="head.1").svg()) == {"head.1"}
     assert lit(draw_tree(model, highlight=["", "stem"]).svg()) == {"", "stem"}
     assert lit(draw_tree(model, highlight="blocks.1.0", collapse=["blocks"]).svg()) == {"blocks"}
+    assert lit(draw_tree(models.shared(fw), highlight="again").svg()) == {"0"}  # a second path lights the module
 
 
 def test_layout_options_and_no_clipping(fw):
@@ -153,7 +154,7 @@ def test_font_size_from_the_environment(fw, monkeypatch):
 
 def test_bad_options_say_what_is_wrong(fw):
     model = models.mlp(fw)
-    with pytest.raises(KeyError, match=r"collapse= names modules that named_modules\(\) does not yield: \['nope'\]"):
+    with pytest.raises(KeyError, match=r"collapse= names no registered submodule: \['nope'\]"):
         draw_tree(model, collapse=["nope"])
     with pytest.raises(ValueError, match="order must be None or 'dfs'"):
         draw_tree(model, order="bfs")

@@ -61,7 +61,8 @@ class ModuleTree:
     def __init__(self, module):
         self.root_module = module
         self.nodes: dict[str, TreeNode] = {}
-        by_identity: dict[int, TreeNode] = {}
+        self.by_identity: dict[int, TreeNode] = {}
+        by_identity = self.by_identity
         for order, (qualname, submodule) in enumerate(module.named_modules(), start=1):
             node = TreeNode(qualname, submodule, depth=qualname.count(".") + 1 if qualname else 0, order=order)
             self.nodes[qualname] = node
@@ -83,6 +84,17 @@ class ModuleTree:
             for name, parameter in introspect.own_parameters(node.module):
                 self.parameter_owner.setdefault(id(parameter), ParameterRef(node.qualname, name))
         self._reachable: dict[int, dict[int, object]] = {}
+
+    def resolve(self, path: str) -> str:
+        """The qualified name drawn for ``path``, which may be a second path to a shared module ("again.0")."""
+        if path in self.nodes:
+            return path
+        module = self.root_module
+        for name in path.split("."):
+            module = module._modules.get(name)
+            if module is None:
+                raise KeyError(path)
+        return self.by_identity[id(module)].qualname
 
     def owner_of(self, parameter) -> ParameterRef:
         return self.parameter_owner[id(parameter)]

@@ -111,14 +111,10 @@ class TreeDrawer:
         self.options = options
         self.shown: dict[str, Shown] = {}
         self.standin: dict[str, str] = {}  # hidden qualname -> the shown node that stands for it
-        for option in ("collapse", "highlight"):
-            unknown = getattr(options, option) - tree.nodes.keys()
-            if unknown:
-                raise KeyError(f"{option}= names modules that named_modules() does not yield: {sorted(unknown)}; "
-                               f"known names: {sorted(tree.nodes)[:10]}...")
+        self.collapsed = self._resolve("collapse", options.collapse)
         self._choose(tree.root)
         # a highlighted or marked module inside a collapsed or folded part shows on the node that stands for it
-        self.highlighted = {self.visible(qualname) for qualname in options.highlight}
+        self.highlighted = {self.visible(qualname) for qualname in self._resolve("highlight", options.highlight)}
         self.row_marks: dict[str, dict[str, RowMark]] = {}
         for qualname, marks in (row_marks or {}).items():
             shown = self.visible(qualname)
@@ -127,11 +123,24 @@ class TreeDrawer:
             for name, mark in marks.items():
                 self.row_marks.setdefault(shown, {})[introspect.join(relative, name)] = mark
 
+    def _resolve(self, option: str, paths: frozenset[str]) -> set[str]:
+        """Qualified names for the paths given to an option (a second path names the shared module's node)."""
+        resolved, unknown = set(), []
+        for path in paths:
+            try:
+                resolved.add(self.tree.resolve(path))
+            except KeyError:
+                unknown.append(path)
+        if unknown:
+            raise KeyError(f"{option}= names no registered submodule: {sorted(unknown)}; "
+                           f"named_modules() yields {sorted(self.tree.nodes)[:10]}...")
+        return resolved
+
     # -- what is shown ---------------------------------------------------------------------------------------
     def _choose(self, node: TreeNode) -> None:
         shown = self.shown[node.qualname] = Shown(node)
         depth_cut = self.options.depth is not None and node.depth >= self.options.depth
-        if node.children and (depth_cut or node.qualname in self.options.collapse):
+        if node.children and (depth_cut or node.qualname in self.collapsed):
             shown.hidden = self.tree.descendants(node)
             self._hide(shown.hidden, behind=node)
             return
