@@ -1,0 +1,127 @@
+"""`python -m autograder.demo build`: the slide rules on a small notebook, then a real build of every chapter."""
+
+import hashlib
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+from autograder import demo
+from autograder.config import COURSE_SOURCE
+
+SVG = '<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg"><g id="mc-."/></svg>'
+
+
+def _graded(cell, **nbgrader):
+    cell.metadata["nbgrader"] = {"schema_version": 3, "grade_id": f"id{id(cell)}", "locked": True, **nbgrader}
+    return cell
+
+
+def _executed_chapter():
+    """A small chapter as it looks after execution, each cell named by what the rules should do with it."""
+    drawing = new_output("execute_result", {"image/svg+xml": SVG, "text/plain": "<Drawing>"}, execution_count=1)
+    stepper = new_output("display_data", {"text/html": "<div>static steps<svg></svg></div>", "text/plain": "steps",
+                                          demo.WIDGET_VIEW: {"model_id": "abc", "version_major": 2}})
+    printed = new_output("stream", name="stdout", text="hello\n")
+    cells = {
+        "title": new_markdown_cell("# Chapter 9 · Title"),
+        "section": new_markdown_cell("## 9.1 A mechanism\n\nProse."),
+        "prose": new_markdown_cell("More prose."),
+        "imports": new_code_cell("import numpy as np"),
+        "demo code": new_code_cell("print('hello')", outputs=[printed]),
+        "drawing": new_code_cell("draw_tree(model)", outputs=[drawing]),
+        "stepper": new_code_cell("DfsStepper(model)", outputs=[stepper]),
+        "exercise": new_markdown_cell("### Exercise 1 (2 points)"),
+        "solution": _graded(new_code_cell("def f():\n    return 1"), solution=True, grade=False),
+        "test": _graded(new_code_cell("assert f() == 1", outputs=[printed]), solution=False, grade=True, points=2),
+        "kept as the author said": new_code_cell("x = 1", metadata={"slideshow": {"slide_type": "fragment"}}),
+        "check": new_markdown_cell("## Check your work"),
+        "check code": new_code_cell("print('score')", outputs=[printed]),
+        "after": new_markdown_cell("## Summary"),
+    }
+    return new_notebook(cells=list(cells.values()), metadata={"widgets": {"state": {}}}), cells
+
+
+def test_slide_rules():
+    notebook, cells = _executed_chapter()
+    deck = demo.assign_slides(notebook)
+    roles = {cell.source: cell.metadata["slideshow"]["slide_type"] for cell in deck.cells}
+    expected = {
+        "title": "slide", "section": "slide", "prose": "-", "demo code": "-", "drawing": "subslide",
+        "stepper": "subslide", "exercise": "subslide", "kept as the author said": "fragment", "after": "slide",
+    }
+    assert roles == {cells[name].source: role for name, role in expected.items()}
+    assert "slideshow" not in notebook.cells[0].metadata, "the rules work on a copy"
+
+
+def test_slides_show_svg_inline_and_steppers_statically():
+    deck = demo.assign_slides(_executed_chapter()[0])
+    outputs = [output.get("data", {}) for cell in deck.cells for output in cell.get("outputs", [])]
+    assert {"text/html": SVG[SVG.index("<svg"):]}.items() <= outputs[1].items()
+    assert demo.WIDGET_VIEW not in outputs[2] and "widgets" not in deck.metadata
+
+
+def test_refuses_to_write_into_a_folder_it_did_not_make(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(SystemExit, match="did not make"):
+        demo.main(["build", "--out", str(tmp_path)])
+    with pytest.raises(SystemExit, match="course sources"):
+        demo.main(["build", "--out", str(COURSE_SOURCE / "demo")])
+    with pytest.raises(SystemExit, match="unknown chapter"):
+        demo.main(["build", "--out", str(tmp_path / "new"), "--chapters", "99_nope"])
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
+
+
+# -- a real build of every chapter ----------------------------------------------------------------------------
+
+
+def _fingerprint(folder):
+    return {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    out = tmp_path_factory.mktemp("demo")
+    sources_before = _fingerprint(COURSE_SOURCE)
+    status = demo.main(["build", "--out", str(out)])
+    assert _fingerprint(COURSE_SOURCE) == sources_before, "the build must not touch the course sources"
+    return out, status
+
+
+CHAPTERS = demo.chapters()
+
+
+@pytest.mark.slow
+def test_every_chapter_builds(built):
+    out, status = built
+    assert CHAPTERS, "no chapter in course/source"
+    index = (out / "index.html").read_text()
+    failed = [chapter for chapter in CHAPTERS if not (out / chapter / f"{chapter}.slides.html").exists()]
+    assert status == 0 and not failed, f"chapters that did not build: {failed} (see {out}/<chapter>/)"
+    assert all(f"{chapter}/{chapter}.slides.html" in index for chapter in CHAPTERS)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_chapter_deck(built, chapter):
+    out, _ = built
+    executed = nbformat.read(out / chapter / f"{chapter}.ipynb", as_version=4)
+    code = [cell for cell in executed.cells if cell.cell_type == "code"]
+    assert all(cell.execution_count for cell in code), "every code cell ran"
+    assert not any(o.output_type == "error" for cell in code for o in cell.outputs)
+
+    deck = demo.assign_slides(executed)
+    assert not [cell.source for cell in deck.cells if demo._is_exercise_machinery(cell)], "no solution or test"
+    slides = (out / chapter / f"{chapter}.slides.html").read_text()
+    drawings = sum(demo._has_drawing(cell) for cell in deck.cells)
+    assert slides.count("<svg") >= drawings, "every drawing is in the deck as an inline SVG"
+    assert slides.count("<section") >= 3
+    for secret in ("HIDDEN TESTS", "check_my_work"):
+        assert secret not in slides
+
+
+@pytest.mark.slow
+def test_decks_have_drawings(built):
+    out, _ = built
+    decks = [(out / chapter / f"{chapter}.slides.html").read_text() for chapter in CHAPTERS]
+    assert sum("<svg" in deck for deck in decks) >= len(decks) / 2, "most chapters draw something"
