@@ -326,8 +326,9 @@ class Module:
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         """Create the module's empty state.
 
-        Every attribute goes through ``object.__setattr__``: our own ``__setattr__`` reads ``_parameters``
-        and friends, which do not exist yet, and would refuse or recurse.
+        Every attribute is set with ``object.__setattr__``, skipping ``Module.__setattr__``: its dispatch
+        only matters for parameters, modules and buffers, so for this plain state it would be pure overhead
+        (a plain value would just fall through to ``object.__setattr__`` after the lookups).
         """
         if self.call_super_init is False and kwargs:
             raise TypeError(
