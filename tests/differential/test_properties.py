@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from .backends import backend
-from .observe import observe
+from .observe import observe, raises
 
 PROPERTY_SETTINGS = settings(max_examples=40, deadline=None)
 
@@ -31,10 +31,22 @@ def graph_specs(draw):
     return {"parents": parents, "aliases": aliases, "params": params, "ties": ties, "buffers": buffers}
 
 
+def node_class(lib):
+    """A module whose forward calls its children in order, so a random graph can be called."""
+    class Node(lib.nn.Module):
+        def forward(self, x):
+            for child in self._modules.values():
+                x = child(x)
+            return x + 1
+
+    return Node
+
+
 def build(lib, spec, seed=0):
     """The modules of `spec` on `lib` (index 0 is the root), filled with reproducible values."""
     rng = np.random.default_rng(seed)
-    modules = [lib.nn.Module() for _ in spec["params"]]
+    node = node_class(lib)
+    modules = [node() for _ in spec["params"]]
     for index, count in enumerate(spec["params"]):
         for k in range(count):
             shape = (k + 1, 2)
@@ -145,24 +157,87 @@ def test_state_dict_round_trip_through_disk(tmp_path_factory, spec, seed):
     assert _values(fresh.state_dict()) == _values(state)
 
 
-CORRUPTIONS = ["drop a key", "add a key", "change a shape"]
+HOOK_KINDS = ("pre", "pre, prepended", "pre with kwargs", "forward", "forward, prepended", "forward, always")
+
+
+def register_logging_hooks(lib, modules, hooked, global_hooks, log):
+    def logger(kind, index):
+        return lambda *args: log.append((kind, index))
+
+    for index, kinds in hooked:
+        module = modules[index % len(modules)]
+        for kind in kinds:
+            hook = logger(kind, index % len(modules))
+            if kind.startswith("pre"):
+                module.register_forward_pre_hook(hook, prepend="prepended" in kind, with_kwargs="kwargs" in kind)
+            else:
+                module.register_forward_hook(hook, prepend="prepended" in kind, always_call="always" in kind)
+    if global_hooks:
+        lib.hooks.register_module_forward_pre_hook(lambda module, args: log.append(("global pre", args)))
+        lib.hooks.register_module_forward_hook(lambda module, args, out: log.append(("global forward", out)))
+
+
+def hook_log(lib, spec, hooked, global_hooks):
+    modules = build(lib, spec)
+    log = []
+    register_logging_hooks(lib, modules, hooked, global_hooks, log)
+    try:
+        log.append(("result", modules[0](0)))
+    finally:
+        for registry in ("_global_forward_pre_hooks", "_global_forward_hooks"):
+            getattr(lib.hooks, registry).clear()
+    return log
 
 
 @PROPERTY_SETTINGS
-@given(graph_specs(), st.lists(st.sampled_from(CORRUPTIONS), min_size=1, max_size=3), st.randoms())
-def test_failed_strict_load_changes_nothing(spec, corruptions, random):
+@given(graph_specs(), st.lists(st.tuples(st.integers(0, 7), st.lists(st.sampled_from(HOOK_KINDS), max_size=4)),
+                               max_size=5), st.booleans())
+def test_hook_firing_order_matches_torch(spec, hooked, global_hooks):
+    assert hook_log(backend("modulecraft"), spec, hooked, global_hooks) == \
+        hook_log(backend("torch"), spec, hooked, global_hooks)
+
+
+CORRUPTIONS = ["drop a key", "add a key", "change a shape"]
+
+
+def corrupt(lib, state, corruptions, choices):
+    """Apply the corruptions to `state` in place, picking keys by the drawn indices (same picks on both libraries)."""
+    keys = list(state)
+    for corruption, choice in zip(corruptions, choices):
+        if corruption == "add a key" or not keys:
+            state[f"m{choice}.extra"] = lib.zeros(1)
+        elif corruption == "drop a key":
+            del state[keys.pop(choice % len(keys))]
+        else:
+            key = keys[choice % len(keys)]
+            state[key] = lib.zeros(*state[key].shape, 1)
+
+
+def load_report(lib, spec, corruptions, choices, strict):
+    state = build(lib, spec, seed=1)[0].state_dict()
+    corrupt(lib, state, corruptions, choices)
+    returned = []
+    outcome = raises(lambda: returned.append(build(lib, spec)[0].load_state_dict(state, strict=strict)),
+                     whole_message=True)
+    return observe((outcome, returned), lib, oracle=lib.name == "torch")
+
+
+@PROPERTY_SETTINGS
+@given(graph_specs(), st.lists(st.sampled_from(CORRUPTIONS), max_size=3), st.lists(st.integers(0, 50), min_size=3,
+                                                                                   max_size=3), st.booleans())
+def test_load_report_matches_torch(spec, corruptions, choices, strict):
+    assert load_report(backend("modulecraft"), spec, corruptions, choices, strict) == \
+        load_report(backend("torch"), spec, corruptions, choices, strict)
+
+
+@PROPERTY_SETTINGS
+@given(graph_specs(), st.lists(st.sampled_from(CORRUPTIONS), min_size=1, max_size=3),
+       st.lists(st.integers(0, 50), min_size=3, max_size=3))
+def test_failed_strict_load_changes_nothing(spec, corruptions, choices):
     lib = backend("modulecraft")
     root = build(lib, spec)[0]
     state = build(lib, spec, seed=1)[0].state_dict()
-    keys = list(state)
-    for corruption in corruptions:
-        if corruption == "add a key" or not keys:
-            state["m99.extra"] = lib.zeros(1)
-        elif corruption == "drop a key":
-            del state[keys.pop(random.randrange(len(keys)))]
-        else:
-            key = random.choice(keys)
-            state[key] = lib.zeros(*state[key].shape, 1)
+    corrupt(lib, state, corruptions, choices)
     members_before = {name: (tensor, tensor.copy()) for name, tensor in root.state_dict(keep_vars=True).items()}
     with pytest.raises(RuntimeError, match="Error\\(s\\) in loading state_dict"):
         root.load_state_dict(state)
