@@ -7,7 +7,6 @@ from typing import Any, Optional
 
 import numpy as np
 
-from modulecraft.nn.modules.module import _detached
 from modulecraft.nn.parameter import Buffer, is_lazy
 
 __all__ = ["LazyModuleMixin"]
@@ -20,7 +19,8 @@ class LazyModuleMixin:
     rest: a with_kwargs forward pre-hook (``_infer_parameters``) calls ``initialize_parameters(*args,
     **kwargs)`` on the first call, then removes both hooks and turns the module into ``cls_to_become``
     (e.g. ``LazyLinear`` -> ``Linear``); a load_state_dict pre-hook (``_lazy_load_hook``) materialises the
-    placeholders to the checkpoint's shapes, so an initialised state loads into a lazy module.
+    placeholders to the checkpoint's shapes, so an initialised state loads into a lazy module. The
+    placeholders themselves go into a ``state_dict`` as they are (see ``module._detached``).
     """
 
     cls_to_become: Optional[type] = None
@@ -29,15 +29,6 @@ class LazyModuleMixin:
         super().__init__(*args, **kwargs)
         self._load_hook = self._register_load_state_dict_pre_hook(self._lazy_load_hook)
         self._initialize_hook = self.register_forward_pre_hook(self._infer_parameters, with_kwargs=True)
-
-    def _save_to_state_dict(self, destination, prefix, keep_vars) -> None:
-        # Placeholders go into the state_dict as they are: they have no values to take a view of.
-        for name, param in self._parameters.items():
-            if param is not None:
-                destination[prefix + name] = param if is_lazy(param) or keep_vars else _detached(param)
-        for name, buf in self._buffers.items():
-            if buf is not None and name not in self._non_persistent_buffers_set:
-                destination[prefix + name] = buf if is_lazy(buf) or keep_vars else _detached(buf)
 
     def _lazy_load_hook(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
                         error_msgs) -> None:

@@ -60,8 +60,11 @@ def _unwrapped_buffer(tensor):
 
 
 def _detached(array: np.ndarray) -> np.ndarray:
-    """A plain ndarray sharing ``array``'s memory: what a state_dict holds unless ``keep_vars``."""
-    return array.view(np.ndarray)
+    """A plain ndarray sharing ``array``'s memory: what a state_dict holds unless ``keep_vars``.
+
+    A lazy module's placeholder has no values to view, so it stays itself (as torch's lazy modules save it).
+    """
+    return array if is_lazy(array) else array.view(np.ndarray)
 
 
 def _split_by_child(state_dict: Mapping[str, Any], prefix_length: int) -> dict[str, dict[str, Any]]:
