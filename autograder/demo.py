@@ -63,7 +63,8 @@ def _has_drawing(cell) -> bool:
 def _is_exercise_machinery(cell) -> bool:
     """Solution cells, graded test cells, and the self-check: the learners' work, not the lecture."""
     grading = cell.metadata.get("nbgrader", {})
-    return bool(grading.get("solution") or grading.get("grade")) or "check_my_work(" in cell.source
+    self_check = cell.cell_type == "code" and "check_my_work(" in cell.source
+    return bool(grading.get("solution") or grading.get("grade")) or self_check
 
 
 def slide_type(cell) -> str:

@@ -1,6 +1,7 @@
 """`python -m autograder.demo build`: the slide rules on a small notebook, then a real build of every chapter."""
 
 import hashlib
+import shutil
 
 import nbformat
 import pytest
@@ -81,11 +82,14 @@ def _fingerprint(folder):
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
+    """One build of every chapter, from a snapshot of the sources (authors may be editing the real ones)."""
+    source = tmp_path_factory.mktemp("source") / "source"
+    shutil.copytree(COURSE_SOURCE, source)
     out = tmp_path_factory.mktemp("demo")
-    sources_before = _fingerprint(COURSE_SOURCE)
-    status = demo.main(["build", "--out", str(out)])
-    assert _fingerprint(COURSE_SOURCE) == sources_before, "the build must not touch the course sources"
-    return out, status
+    before = _fingerprint(source)
+    chapters = demo.build(out, source=source)
+    assert _fingerprint(source) == before, "the build must not touch the course sources"
+    return out, [item.chapter for item in chapters if not item.slides]
 
 
 CHAPTERS = demo.chapters()
@@ -93,11 +97,10 @@ CHAPTERS = demo.chapters()
 
 @pytest.mark.slow
 def test_every_chapter_builds(built):
-    out, status = built
+    out, failed = built
     assert CHAPTERS, "no chapter in course/source"
     index = (out / "index.html").read_text()
-    failed = [chapter for chapter in CHAPTERS if not (out / chapter / f"{chapter}.slides.html").exists()]
-    assert status == 0 and not failed, f"chapters that did not build: {failed} (see {out}/<chapter>/)"
+    assert not failed, f"chapters that did not build: {failed} (see {out}/<chapter>/)"
     assert all(f"{chapter}/{chapter}.slides.html" in index for chapter in CHAPTERS)
 
 
@@ -116,8 +119,7 @@ def test_chapter_deck(built, chapter):
     drawings = sum(demo._has_drawing(cell) for cell in deck.cells)
     assert slides.count("<svg") >= drawings, "every drawing is in the deck as an inline SVG"
     assert slides.count("<section") >= 3
-    for secret in ("HIDDEN TESTS", "check_my_work"):
-        assert secret not in slides
+    assert "HIDDEN TESTS" not in slides
 
 
 @pytest.mark.slow
