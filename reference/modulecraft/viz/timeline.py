@@ -50,7 +50,7 @@ class Trace:
     lanes: list[str]
     events: list[Event] = field(default_factory=list)
     hook_names: list[str | None] = field(default_factory=list)  # parallel to events (hook_label); None for forwards
-    output: object = None
+    output: object = field(default=None, repr=False)
 
     def record(self, module: str, kind: str, hook_name: str | None = None) -> None:
         if module not in self.lanes:
