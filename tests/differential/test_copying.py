@@ -47,3 +47,27 @@ def test_deepcopy_of_a_custom_model_keeps_aliases(lib):
     clone = copy.deepcopy(model)
     return (copy_trace(lib, model, clone), clone.alias is clone.a, clone.head.weight is clone.seq[0].weight,
             clone.eval()(lib.arange(2, 2)))
+
+
+@differential
+def test_deepcopy_keeps_hooks_which_then_see_the_copy(lib):
+    log = []
+    model = lib.nn.Sequential(lib.nn.ReLU())
+    model[0].register_forward_hook(lambda module, args, out: log.append(module is model[0]))
+    clone = copy.deepcopy(model)
+    clone(lib.ones(1))
+    return log, [len(m._forward_hooks) for m in clone.modules()]
+
+
+@differential
+def test_unpickling_a_module_from_an_older_version_fills_in_missing_state(lib):
+    """torch's __setstate__ adds the hook dicts that older pickles lack; so must ours."""
+    model = lib.nn.Linear(1, 1)
+    state = model.__getstate__()
+    missing = ("_forward_hooks_with_kwargs", "_forward_hooks_always_called", "_forward_pre_hooks_with_kwargs",
+               "_state_dict_pre_hooks", "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks",
+               "_non_persistent_buffers_set")
+    old_state = {key: value for key, value in state.items() if key not in missing}
+    revived = type(model).__new__(type(model))
+    revived.__setstate__(old_state)
+    return [(name, type(getattr(revived, name, None))) for name in missing], revived(lib.ones(1)).shape

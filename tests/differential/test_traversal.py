@@ -43,6 +43,7 @@ def test_named_parameters_and_buffers(lib, kind, call):
     model = net(lib)
     model.seq[0].register_parameter("gone", None)
     model.seq[0].register_buffer("gone_buffer", None)
+    model.a.register_buffer("shared_steps", model.steps)
     named = list(getattr(model, f"named_{kind}")(**MEMBER_CALLS[call]))
     plain_kwargs = {"recurse": False} if call == "not recursive" else {}
     plain = list(getattr(model, kind)(**plain_kwargs))
