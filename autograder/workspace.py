@@ -368,9 +368,9 @@ def _write_json(path: Path, data: dict) -> None:
 
 
 def lab_command(root: Path, open_path: str, lab_args: list[str]) -> list[str]:
-    """The JupyterLab command line for serving `root` and opening `open_path` (relative to it)."""
-    command = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={root}",
-               f"--LabApp.default_url=/lab/tree/{open_path}"]
+    """The JupyterLab command line for serving `root` and opening `open_path` (relative to it; "" for none)."""
+    default_url = f"/lab/tree/{open_path}" if open_path else "/lab"
+    command = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={root}", f"--LabApp.default_url={default_url}"]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         command.append("--ServerApp.allow_root=True")
     return command + lab_args

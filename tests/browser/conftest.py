@@ -1,0 +1,129 @@
+"""Fixtures for the browser tests: Debian's Chromium driven by Playwright, against JupyterLab servers started here.
+
+Chromium comes from the system (`make test` installs Debian's `chromium` when root); Playwright's own browser
+download is not used. Without Chromium these tests are skipped with a loud message. A failing test leaves a
+screenshot and the server log in `test-artifacts/browser/`.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from autograder.course import Course
+from autograder.workspace import prepare
+from jupyterlab_driver import LabServer
+
+REPO = Path(__file__).resolve().parents[2]
+COURSE_SOURCE = REPO / "course" / "source"
+ARTIFACTS = REPO / "test-artifacts" / "browser"
+CHAPTER = "01_init_and_call"
+CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                  "--no-first-run", "--disable-dev-shm-usage"]
+
+pytestmark = pytest.mark.browser
+
+
+def chromium_executable() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    executable = chromium_executable()
+    if executable is None:
+        message = ("\n" + "!" * 100 + "\nBROWSER TESTS SKIPPED: no Chromium found. Install it (Debian: "
+                   "`apt-get install -y chromium`; `make test` does this when run as root) and run them again.\n"
+                   + "!" * 100)
+        print(message, file=sys.stderr)
+        pytest.skip(message.strip("!\n"))
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        yield playwright, executable
+
+
+@pytest.fixture
+def page(chromium, tmp_path, request):
+    """A fresh browser profile per test; screenshot on failure."""
+    playwright, executable = chromium
+    context = playwright.chromium.launch_persistent_context(
+        str(tmp_path / "profile"), executable_path=executable, headless=True, args=CHROMIUM_FLAGS,
+        viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    page.errors = []  # uncaught exceptions and console errors, for the "loads without errors" checks
+    page.on("pageerror", lambda error: page.errors.append(str(error)))
+    page.on("console", lambda message: message.type == "error" and page.errors.append(message.text))
+    yield page
+    report = getattr(request.node, "report_call", None)
+    if report is not None and report.failed:
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
+    context.close()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if report.when == "call":
+        item.report_call = report
+    return report
+
+
+def _chapter_source(tmp: Path, chapters: list[str]) -> Path:
+    """A course source with only `chapters` (the browser tests need one; releasing all would cost time)."""
+    missing = [c for c in chapters if not (COURSE_SOURCE / c / f"{c}.ipynb").is_file()]
+    if missing:
+        pytest.fail(f"the browser tests need chapter(s) {missing} in {COURSE_SOURCE}")
+    source = tmp / "source"
+    for chapter in chapters:
+        shutil.copytree(COURSE_SOURCE / chapter, source / chapter)
+    return source
+
+
+@pytest.fixture(scope="session")
+def learner_workspace(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("learner")
+    workspace = tmp / "workspace"
+    prepare(workspace, _chapter_source(tmp, [CHAPTER]))
+    return workspace
+
+
+def _serve(request, root: Path, role: str, state: Path):
+    log = state / "server.log"
+    state.mkdir(parents=True, exist_ok=True)
+    # The self-check's grading cache goes to the test's folder, not the home directory.
+    server = LabServer(root, role, state, log, {"MODULECRAFT_SELFCHECK_CACHE": str(state / "selfcheck-cache")})
+    yield server
+    server.stop()
+    if request.session.testsfailed:
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(log, ARTIFACTS / f"jupyterlab-{role}.log")
+
+
+@pytest.fixture(scope="session")
+def learner_lab(request, learner_workspace, tmp_path_factory):
+    yield from _serve(request, learner_workspace, "learner", tmp_path_factory.mktemp("learner-jupyter"))
+
+
+@pytest.fixture
+def lab(learner_lab):
+    """The learner's server, with no kernel left over from an earlier test."""
+    learner_lab.delete_sessions()
+    yield learner_lab
+    learner_lab.delete_sessions()
+
+
+@pytest.fixture(scope="session")
+def instructor_lab(request, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("instructor")
+    course = Course(tmp / "course", source=_chapter_source(tmp, [CHAPTER]))
+    yield from _serve(request, course.root, "instructor", tmp_path_factory.mktemp("instructor-jupyter"))
