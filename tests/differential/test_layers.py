@@ -39,6 +39,22 @@ def test_linear_default_initialisation_bounds(lib):
             bool(np.std(weight) > bound / 4))
 
 
+@differential
+def test_reset_methods_reinitialise_in_place(lib):
+    linear = set_values(lib, lib.nn.Linear(4, 2))
+    weight = linear.weight
+    linear.reset_parameters()
+    norm = set_values(lib, lib.nn.BatchNorm1d(3))
+    lib.copy_into(norm.num_batches_tracked, np.array(4))
+    members = [*norm._parameters.values(), *norm._buffers.values()]
+    norm.reset_running_stats()
+    after_stats = list(norm.named_buffers())
+    norm.reset_parameters()
+    return (linear.weight is weight, bool(np.all(np.abs(lib.to_numpy(weight)) <= 0.5)), after_stats,
+            list(norm.named_parameters()), [a is b for a, b in zip(members, [*norm._parameters.values(),
+                                                                             *norm._buffers.values()])])
+
+
 @pytest.mark.parametrize("shape", [(2,), (5, 2), (4, 3, 2)])
 @differential
 def test_linear_forward(lib, shape):
