@@ -22,12 +22,14 @@ import html
 import os
 import re
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
-from nbclient.exceptions import CellExecutionError
+from jupyter_client.manager import AsyncKernelManager
+from nbclient.exceptions import CellExecutionError, DeadKernelError
 from nbconvert import SlidesExporter
 
 from .config import CELL_TIMEOUT, COURSE_SOURCE, GRADING_ENV_VAR, REPO_ROOT
@@ -36,6 +38,7 @@ DEFAULT_OUT = REPO_ROOT / "demo"
 PROJECTOR_FONT_SIZE = 20  # points, for modulecraft.viz drawings
 MARKER = ".modulecraft-demo"  # marks a folder as ours, so a rebuild never clobbers someone else's files
 SKIPPED_SECTIONS = ("check your work",)
+KERNEL_ATTEMPTS = 2  # a kernel that fails to start on a loaded machine gets one more chance
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 SOLUTION_MARKERS = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n?", re.M)
 
@@ -135,12 +138,19 @@ def _strip_solution_markers(notebook) -> None:
 
 
 def execute(notebook, workdir: Path, font_size: float) -> None:
-    """Run the notebook in place in ``workdir``; the kernel draws for a projector and skips the self-check."""
+    """Run the notebook in place in ``workdir``; the kernel draws for a projector and skips the self-check.
+
+    The kernel talks over Unix sockets in a private folder: TCP ports picked at random collided with other
+    kernels on a busy machine ("Address already in use") and the kernel never answered.
+    """
     env = {**os.environ, "MODULECRAFT_VIZ_FONTSIZE": f"{font_size:g}", GRADING_ENV_VAR: "1"}
-    client = NotebookClient(notebook, timeout=CELL_TIMEOUT, kernel_name="python3",
-                            extra_arguments=["--InlineBackend.figure_formats=svg"],  # crisp figures on a projector
-                            resources={"metadata": {"path": str(workdir)}})
-    client.execute(env=env)
+    with tempfile.TemporaryDirectory(prefix="modulecraft-demo-") as sockets:
+        kernel = AsyncKernelManager(kernel_name="python3", transport="ipc", ip=f"{sockets}/kernel",
+                                    connection_file=f"{sockets}/kernel.json")
+        client = NotebookClient(notebook, km=kernel, timeout=CELL_TIMEOUT, startup_timeout=CELL_TIMEOUT,
+                                extra_arguments=["--InlineBackend.figure_formats=svg"],  # crisp on a projector
+                                resources={"metadata": {"path": str(workdir)}})
+        client.execute(env=env)
 
 
 def export_slides(deck) -> str:
@@ -157,14 +167,20 @@ def build_chapter(chapter: str, out: Path, source: Path, font_size: float) -> Bu
     for asset in (source / chapter).iterdir():
         if asset.is_file() and asset.suffix != ".ipynb":
             (target / asset.name).write_bytes(asset.read_bytes())
-    notebook = nbformat.read(source / chapter / f"{chapter}.ipynb", as_version=4)
-    _strip_solution_markers(notebook)
     executed = target / f"{chapter}.ipynb"
-    try:
-        execute(notebook, target, font_size)
-    except CellExecutionError as error:
-        nbformat.write(notebook, executed)
-        return Built(chapter, executed, None, f"{error.ename}: {error.evalue}")
+    for attempt in range(1, KERNEL_ATTEMPTS + 1):
+        notebook = nbformat.read(source / chapter / f"{chapter}.ipynb", as_version=4)
+        _strip_solution_markers(notebook)
+        try:
+            execute(notebook, target, font_size)
+            break
+        except CellExecutionError as error:  # the chapter itself fails: say where
+            nbformat.write(notebook, executed)
+            return Built(chapter, executed, None, f"{error.ename}: {error.evalue}")
+        except (RuntimeError, DeadKernelError, TimeoutError) as error:  # the kernel did not start or died
+            if attempt == KERNEL_ATTEMPTS:
+                nbformat.write(notebook, executed)
+                return Built(chapter, executed, None, f"the kernel failed {attempt} times: {error}")
     nbformat.write(notebook, executed)
     slides = target / f"{chapter}.slides.html"
     slides.write_text(export_slides(assign_slides(notebook)), encoding="utf-8")

@@ -22,7 +22,7 @@ ROOT_LABEL = "(root)"
 
 def _label(qualname: str) -> str:
     """How a qualified name reads in captions: the root's empty prefix gets a visible name."""
-    return repr(qualname) if qualname else f"'' {ROOT_LABEL}"
+    return repr(qualname) if qualname else ROOT_LABEL
 
 
 def _first_names(module) -> dict[int, str]:
@@ -58,7 +58,7 @@ class DfsStep:
     def describe(self) -> str:
         kind = type(self.module).__name__
         if self.yielded:
-            return f"yield ({_label(self.prefix)}, {kind})"
+            return f"yield ({self.prefix!r}, {kind})"
         return (f"skip {_label(self.prefix)}: this {kind} is already in the memo (met as {_label(self.node)}), "
                 "so neither it nor its children are yielded again")
 
@@ -430,7 +430,8 @@ class LoadStepper(Stepper):
         for index, step in enumerate(self.steps[:position + 1]):
             weight = "bold" if index == position else "normal"
             rows.append(f'<tr style="background:{OUTCOME_COLOURS[step.outcome]}; font-weight:{weight}">'
-                        f"<td><code>{escape(step.key)}</code></td><td>{escape(step.outcome)}</td>"
-                        f"<td>{escape(step.reason)}</td></tr>")
-        return ('<table style="border-collapse:collapse"><tr><th>key</th><th>outcome</th><th>why</th></tr>'
-                f'{"".join(rows)}</table>')
+                        f'<td style="padding-right:1em"><code>{escape(step.key)}</code></td>'
+                        f'<td style="padding-right:1em">{escape(step.outcome)}</td><td>{escape(step.reason)}</td></tr>')
+        header = "".join(f'<th style="text-align:left; padding-right:1em">{name}</th>'
+                         for name in ("key", "outcome", "why"))
+        return f'<table style="border-collapse:collapse"><tr>{header}</tr>{"".join(rows)}</table>'
