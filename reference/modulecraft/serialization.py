@@ -37,7 +37,9 @@ def save(obj: Mapping[str, Any], f: PathOrFile) -> None:
     A path is used as given (numpy adds ``.npz`` only when we let it, so we do not).
     """
     if not isinstance(obj, Mapping):
-        raise TypeError(f"modulecraft.save stores a state_dict (a mapping of names to arrays), got {type(obj).__name__}")
+        hint = "; pass module.state_dict() to save a module's state" if hasattr(obj, "state_dict") else ""
+        raise TypeError("modulecraft.save stores a state_dict (a mapping of names to arrays), "
+                        f"got {type(obj).__name__}{hint}")
     arrays: dict[str, np.ndarray] = {}
     values: dict[str, Any] = {}
     lazy: dict[str, dict[str, str]] = {}

@@ -71,6 +71,11 @@ def test_json_values_round_trip_and_objects_are_refused():
         modulecraft.save({"obj": np.array([object()])}, io.BytesIO())
 
 
+def test_saving_a_module_itself_says_what_to_do():
+    with pytest.raises(TypeError, match="pass module.state_dict\\(\\)"):
+        modulecraft.save(nn.Linear(1, 1), io.BytesIO())
+
+
 def test_foreign_npz_gets_a_clear_error(tmp_path):
     path = tmp_path / "other.npz"
     np.savez(path, weight=np.zeros(2))
