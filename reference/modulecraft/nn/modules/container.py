@@ -435,12 +435,11 @@ class ParameterDict(Module):
         return v
 
     def popitem(self) -> tuple[str, Any]:
-        k, _ = self._keys.popitem()
-        # Put the key back so __delitem__ can remove it the usual way.
-        self._keys[k] = None
-        val = self[k]
-        del self[k]
-        return k, val
+        """Remove and return the last inserted ``(key, parameter)``."""
+        if not self._keys:
+            raise KeyError("popitem(): dictionary is empty")
+        key = next(reversed(self._keys))
+        return key, self.pop(key)
 
     def get(self, key: str, default: Any = None) -> Any:
         return self[key] if key in self else default
