@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from modulecraft.viz import style
 from modulecraft.viz.steppers import CallStepper, DfsStepper, LoadStepper
 
 from .models import nested, shared_subtree
@@ -77,3 +78,16 @@ def test_nothing_to_step_through_is_a_clear_error():
     with pytest.raises(ValueError, match="no steps"):
         LoadStepper(Silent(), {})
     assert len(CallStepper(Silent(), np.zeros(1)).steps) == 2  # forward starts, forward returns
+
+
+def test_load_drawing_colours_each_entry_once_it_is_handled():
+    model = nested(torch.nn)
+    checkpoint = {key: value for key, value in model.state_dict().items() if key != "0.bias"}
+    stepper = LoadStepper(model, checkpoint)
+    missing = next(i for i, step in enumerate(stepper.steps) if step.key == "0.bias")
+    missing_fill = f'fill="{style.COLOURS["missing"]}"'
+    assert missing_fill not in stepper.svg(missing - 1)
+    assert missing_fill in stepper.svg(missing)
+    assert "has no entry in the checkpoint" in unescape(stepper.svg(missing))
+    assert "has no entry in the checkpoint" not in unescape(stepper.svg(missing + 1)), "only the current reason"
+    assert missing_fill in stepper.svg(len(stepper.steps) - 1), "handled entries stay coloured"

@@ -9,13 +9,15 @@ tests) it shows as the static sequence of its steps, so an exported notebook sti
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 from functools import cache
 from html import escape
 
 from . import introspect, style, timeline
-from .render import inline_svg
-from .tree import draw_tree
+from .render import Drawing, inline_svg
+from .structure import ModuleTree
+from .tree import RowMark, TreeDrawer, TreeOptions, draw_tree
 
 ROOT_LABEL = "(root)"
 
@@ -245,16 +247,16 @@ def step_load_state_dict(module, state_dict) -> list[LoadStep]:
 # Steppers: the steps, drawn, behind Next / Back / Reset (or as a static sequence without a widget frontend)
 # --------------------------------------------------------------------------------------------------------------
 
-OUTCOME_COLOURS = {LOADED: style.COLOURS["loads"], MISSING: style.COLOURS["missing"],
-                   UNEXPECTED: style.COLOURS["unexpected"], SIZE_MISMATCH: style.COLOURS["mismatch"],
-                   NOT_AN_ARRAY: style.COLOURS["mismatch"]}
+# How each outcome is coloured, on the tree's rows and in the table (the colours of draw_state_dict_diff).
+ROW_STATUS = {LOADED: "loads", MISSING: "missing", UNEXPECTED: "unexpected", SIZE_MISMATCH: "mismatch",
+              NOT_AN_ARRAY: "mismatch"}
 
 
 class Stepper:
     """Next / Back / Reset over precomputed steps, each drawn as the module tree with one module lit.
 
-    Subclasses say what a step lights up (``node``) and what the panel beside the drawing shows so far
-    (``panel``). ``position`` is the current step; ``next()``, ``back()``, ``reset()`` move it (from code or from
+    Every step names the module it lights (``step.node``); subclasses say what the panel beside the drawing
+    shows so far (``panel``) and may draw more than the lit module (``drawing``). ``position`` is the current step; ``next()``, ``back()``, ``reset()`` move it (from code or from
     the widget's buttons) and the widget, when shown, follows.
     """
 
@@ -267,14 +269,10 @@ class Stepper:
         self.steps = list(steps)
         self.font_size = font_size
         self.position = 0
-        self._svg_by_node: dict[str, str] = {}
+        self._svgs: dict[Hashable, str] = {}  # one dot run per distinct drawing
         self._view = None
 
     # -- what a subclass says ---------------------------------------------------------------------------------
-    def node(self, step) -> str:
-        """The qualified name of the module lit while ``step`` is shown."""
-        return step.node
-
     def panel(self, position: int) -> str:
         """HTML beside the drawing at ``position``: what has happened so far."""
         raise NotImplementedError
@@ -299,14 +297,19 @@ class Stepper:
         return self.steps[self.position]
 
     # -- drawing ----------------------------------------------------------------------------------------------
+    def drawing(self, position: int) -> Drawing:
+        """The tree with the module of step ``position`` lit."""
+        return draw_tree(self.module, highlight=self.steps[position].node, legend=False, font_size=self.font_size)
+
+    def drawing_key(self, position: int) -> Hashable:
+        """Steps with equal keys share one drawing: by default, the steps that light the same module."""
+        return self.steps[position].node
+
     def svg(self, position: int) -> str:
-        """The tree with the module of step ``position`` lit (one dot run per distinct lit module)."""
-        lit = self.node(self.steps[position])
-        if lit not in self._svg_by_node:
-            options = {} if self.font_size is None else {"font_size": self.font_size}
-            drawing = draw_tree(self.module, highlight=lit, legend=False, **options)
-            self._svg_by_node[lit] = inline_svg(drawing.svg())
-        return self._svg_by_node[lit]
+        key = self.drawing_key(position)
+        if key not in self._svgs:
+            self._svgs[key] = inline_svg(self.drawing(position).svg())
+        return self._svgs[key]
 
     def caption(self, position: int) -> str:
         return f"step {position + 1} of {len(self.steps)}: {self.steps[position].describe()}"
@@ -425,11 +428,31 @@ class LoadStepper(Stepper):
     def __init__(self, module, state_dict, *, font_size: float | None = None):
         super().__init__(module, step_load_state_dict(module, state_dict), font_size=font_size)
 
+    def drawing_key(self, position: int) -> Hashable:
+        return position  # the rows fill with colour as the keys are handled
+
+    def drawing(self, position: int) -> Drawing:
+        """The tree with the handling module lit and each entry handled so far coloured by its outcome."""
+        options = TreeOptions(highlight=frozenset([self.steps[position].node]), legend=False,
+                              font_size=style.font_size(self.font_size))
+        return TreeDrawer(ModuleTree(self.module), options, self._row_marks(position)).draw()
+
+    def _row_marks(self, position: int) -> dict[str, dict[str, RowMark]]:
+        """``{node: {entry: mark}}``; the current entry also carries its reason. A key met on a second path to a
+        shared module is named in full, since the module is drawn at its first name."""
+        marks: dict[str, dict[str, RowMark]] = {}
+        for index, step in enumerate(self.steps[:position + 1]):
+            at_its_node = step.module == step.node
+            entry = step.key.removeprefix(f"{step.module}.") if at_its_node and step.module else step.key
+            note = step.reason if index == position else ""
+            marks.setdefault(step.node, {})[entry] = RowMark(ROW_STATUS[step.outcome], note)
+        return marks
+
     def panel(self, position: int) -> str:
         rows = []
         for index, step in enumerate(self.steps[:position + 1]):
             weight = "bold" if index == position else "normal"
-            rows.append(f'<tr style="background:{OUTCOME_COLOURS[step.outcome]}; font-weight:{weight}">'
+            rows.append(f'<tr style="background:{style.COLOURS[ROW_STATUS[step.outcome]]}; font-weight:{weight}">'
                         f'<td style="padding-right:1em"><code>{escape(step.key)}</code></td>'
                         f'<td style="padding-right:1em">{escape(step.outcome)}</td><td>{escape(step.reason)}</td></tr>')
         header = "".join(f'<th style="text-align:left; padding-right:1em">{name}</th>'
