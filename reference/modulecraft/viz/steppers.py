@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
-from functools import cache
 from html import escape
 
 from . import introspect, style, timeline
@@ -27,19 +26,9 @@ def _label(qualname: str) -> str:
     return repr(qualname) if qualname else ROOT_LABEL
 
 
-def _first_names(module) -> dict[int, str]:
-    """The qualified name at which a pre-order DFS first meets each distinct module (the tree's node names)."""
-    names: dict[int, str] = {}
-
-    def visit(current, prefix):
-        if id(current) in names:
-            return
-        names[id(current)] = prefix
-        for name, child in introspect.children(current):
-            visit(child, introspect.join(prefix, name))
-
-    visit(module, "")
-    return names
+def _node_names(module) -> dict[int, str]:
+    """The tree drawing's node name of each distinct module: where ``named_modules`` first meets it."""
+    return {id(node.module): qualname for qualname, node in ModuleTree(module).nodes.items()}
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -72,7 +61,7 @@ def step_named_modules(module, remove_duplicate: bool = True) -> list[DfsStep]:
     passed over silently, and with ``remove_duplicate=False`` nothing enters the memo, so a shared module is
     yielded once per path.
     """
-    node_names = _first_names(module)
+    node_names = _node_names(module)
     memo: dict[int, str] = {}
     steps: list[DfsStep] = []
 
@@ -228,7 +217,7 @@ def step_load_state_dict(module, state_dict) -> list[LoadStep]:
     buffers, then its extra state, then the checkpoint's keys it cannot place. Load pre-hooks and overridden
     ``_load_from_state_dict`` methods (which may rename keys) are not run: this is the default mechanism.
     """
-    node_names = _first_names(module)
+    node_names = _node_names(module)
     steps: list[LoadStep] = []
 
     def load(current, local_state_dict, prefix):
@@ -256,8 +245,9 @@ class Stepper:
     """Next / Back / Reset over precomputed steps, each drawn as the module tree with one module lit.
 
     Every step names the module it lights (``step.node``); subclasses say what the panel beside the drawing
-    shows so far (``panel``) and may draw more than the lit module (``drawing``). ``position`` is the current step; ``next()``, ``back()``, ``reset()`` move it (from code or from
-    the widget's buttons) and the widget, when shown, follows.
+    shows so far (``panel``) and may draw more than the lit module (``drawing``). ``position`` is the current
+    step; ``next()``, ``back()``, ``reset()`` move it (from code or from the widget's buttons) and the widget,
+    when shown, follows.
     """
 
     title = "steps"
@@ -334,10 +324,9 @@ class Stepper:
                 f"{frames}</div>")
 
     def _repr_mimebundle_(self, include=None, exclude=None, **_):
-        bundle = {"text/plain": str(self), "text/html": self._repr_html_()}
-        if _in_a_kernel():
-            bundle.update(self.widget()._repr_mimebundle_())
-        return bundle
+        """The widget where a frontend may show it, with the static sequence as the fallback for everyone else."""
+        widget_view = self.widget()._repr_mimebundle_() if _in_a_kernel() else {}
+        return {**widget_view, "text/plain": str(self), "text/html": self._repr_html_()}
 
     def widget(self):
         """The interactive view (ipywidgets): Back / Next / Reset, the lit tree, and the panel."""
@@ -360,7 +349,7 @@ class _StepperView:
     """The ipywidgets face of a stepper; the stepper owns the position, the view only shows it."""
 
     def __init__(self, stepper: Stepper):
-        import ipywidgets as widgets
+        import ipywidgets as widgets  # here: drawing without a widget frontend should not pay for it
 
         self.stepper = stepper
         self.buttons = {
