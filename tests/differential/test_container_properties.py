@@ -1,7 +1,7 @@
-"""Hypothesis: random sequences of edits on Sequential, ModuleList and ModuleDict, replayed on both libraries.
+"""Hypothesis: random sequences of edits on the five containers, replayed on both libraries.
 
 After every edit the keys, the member types and the repr must match torch's (renumbering, negative indices, slices
-with steps, index errors). Only ModuleList.insert outside 0..len is left out: torch's result there is an accident
+with steps, index errors, ParameterDict's sorting of plain dicts, tensors turned into Parameters). Only ModuleList.insert outside 0..len is left out: torch's result there is an accident
 (inserting at 5 into three modules leaves the keys 0, 1, 2, 5), not a behaviour to copy.
 """
 
@@ -102,3 +102,110 @@ def test_list_container_edits_match_torch(container_name, edits):
 @given(st.lists(DICT_EDITS, max_size=8))
 def test_module_dict_edits_match_torch(edits):
     assert replay(backend("modulecraft"), "ModuleDict", edits) == replay(backend("torch"), "ModuleDict", edits)
+
+
+values = st.sampled_from(["tensor", "Parameter", "int", "str"])
+PARAMETER_DICT_EDITS = st.one_of(
+    st.tuples(st.just("set"), keys, values), st.tuples(st.just("delete"), keys), st.tuples(st.just("pop"), keys),
+    st.tuples(st.just("popitem")), st.tuples(st.just("setdefault"), keys, values),
+    st.tuples(st.just("update pairs"), st.lists(st.tuples(keys, values), max_size=3)),
+    st.tuples(st.just("update dict"), st.dictionaries(keys, values, max_size=3)),
+    st.tuples(st.just("or"), st.dictionaries(keys, values, max_size=2)),
+    st.tuples(st.just("fromkeys"), st.lists(keys, max_size=3)), st.tuples(st.just("copy")),
+    st.tuples(st.just("reversed")), st.tuples(st.just("clear")), st.tuples(st.just("get"), keys),
+)
+PARAMETER_LIST_EDITS = st.one_of(
+    st.tuples(st.just("append"), values), st.tuples(st.just("extend"), st.lists(values, max_size=2)),
+    st.tuples(st.just("iadd"), st.lists(values, max_size=2)), st.tuples(st.just("set"), indices, values),
+    st.tuples(st.just("get"), indices | slices),
+)
+
+
+class Values:
+    """Distinct values of a kind: the n-th made has size (or value) n, so reprs show which one went where."""
+
+    def __init__(self, lib):
+        self.lib, self.made = lib, 0
+
+    def __call__(self, kind):
+        self.made += 1
+        return {"tensor": lambda n: self.lib.ones(n), "Parameter": lambda n: self.lib.Parameter(self.lib.zeros(n)),
+                "int": lambda n: n, "str": lambda n: f"s{n}"}[kind](self.made)
+
+
+def parameter_container_state(container):
+    return (list(container.keys()) if hasattr(container, "keys") else len(container), repr(container),
+            [name for name, _ in container.named_parameters()], [type(v) for v in
+                                                                  (container.values() if hasattr(container, "keys")
+                                                                   else container)])
+
+
+def apply_parameter_dict_edit(container, edit, value):
+    kind, *args = edit
+    if kind == "set":
+        container[args[0]] = value(args[1])
+    elif kind == "delete":
+        del container[args[0]]
+    elif kind in ("pop", "get"):
+        return getattr(container, kind)(args[0])
+    elif kind == "popitem":
+        return container.popitem()
+    elif kind == "setdefault":
+        return container.setdefault(args[0], value(args[1]))
+    elif kind == "update pairs":
+        container.update([(key, value(v)) for key, v in args[0]])
+    elif kind == "update dict":
+        container.update({key: value(v) for key, v in args[0].items()})
+    elif kind == "or":
+        return parameter_container_state(container | {key: value(v) for key, v in args[0].items()})
+    elif kind == "fromkeys":
+        return parameter_container_state(container.fromkeys(args[0]))
+    elif kind == "copy":
+        return parameter_container_state(container.copy())
+    elif kind == "reversed":
+        return list(reversed(container))
+    elif kind == "clear":
+        container.clear()
+    return None
+
+
+def apply_parameter_list_edit(container, edit, value):
+    kind, *args = edit
+    if kind == "append":
+        return container.append(value(args[0])) is container
+    if kind == "extend":
+        return container.extend([value(v) for v in args[0]]) is container
+    if kind == "iadd":
+        container += [value(v) for v in args[0]]
+    elif kind == "set":
+        container[args[0]] = value(args[1])
+    elif kind == "get":
+        member = container[args[0]]
+        return parameter_container_state(member) if isinstance(args[0], slice) else member
+    return None
+
+
+def replay_parameters(lib, container_name, edits):
+    value = Values(lib)
+    container = getattr(lib.nn, container_name)()
+    apply = apply_parameter_dict_edit if container_name == "ParameterDict" else apply_parameter_list_edit
+    trace = []
+    for edit in edits:
+        outcome = []
+        failure = raises(lambda: outcome.append(apply(container, edit, value)))
+        trace.append((repr(edit), failure, outcome, parameter_container_state(container)))
+    return observe(trace, lib, oracle=lib.name == "torch")
+
+
+@EDIT_SETTINGS
+@given(st.lists(PARAMETER_DICT_EDITS, max_size=8))
+def test_parameter_dict_edits_match_torch(edits):
+    assert replay_parameters(backend("modulecraft"), "ParameterDict", edits) == \
+        replay_parameters(backend("torch"), "ParameterDict", edits)
+
+
+@EDIT_SETTINGS
+@given(st.lists(PARAMETER_LIST_EDITS, max_size=8))
+def test_parameter_list_edits_match_torch(edits):
+    assert replay_parameters(backend("modulecraft"), "ParameterList", edits) == \
+        replay_parameters(backend("torch"), "ParameterList", edits)
