@@ -1,6 +1,7 @@
 """Demo material for instructors: every chapter's solution notebook, executed, and a reveal.js slide deck of it.
 
     python -m autograder.demo build [--out demo/] [--chapters 05_traversal 06_hooks] [--font-size 20]
+                                    [--reveal-url-prefix URL]
 
 The chapters in ``course/source`` carry no slide metadata, so the deck is cut at build time, on a copy, by rules
 that follow the anatomy of a chapter (an existing ``slideshow`` metadata always wins):
@@ -153,14 +154,22 @@ def execute(notebook, workdir: Path, font_size: float) -> None:
         client.execute(env=env)
 
 
-def export_slides(deck) -> str:
+def export_slides(deck, reveal_url_prefix: str | None = None) -> str:
+    """The reveal.js deck as one HTML file; reveal.js itself comes from ``reveal_url_prefix`` (default: a CDN)."""
+    location = {"reveal_url_prefix": reveal_url_prefix} if reveal_url_prefix else {}
     exporter = SlidesExporter(reveal_scroll=True, reveal_transition="none", exclude_input_prompt=True,
-                              exclude_output_prompt=True)
-    body, _ = exporter.from_notebook_node(deck)
+                              exclude_output_prompt=True, **location)
+    body, _ = exporter.from_notebook_node(deck, resources={"metadata": {"name": _title(deck)}})
     return body
 
 
-def build_chapter(chapter: str, out: Path, source: Path, font_size: float) -> Built:
+def _title(notebook) -> str:
+    """The text of the notebook's first heading (the browser tab of the deck), without markdown."""
+    heading = next((cell.source.lstrip() for cell in notebook.cells if _heading_level(cell)), "modulecraft")
+    return re.sub(r"[#`*]", "", heading.splitlines()[0]).strip()
+
+
+def build_chapter(chapter: str, out: Path, source: Path, font_size: float, reveal_url_prefix: str | None) -> Built:
     """Copy the chapter folder into ``out/<chapter>``, execute its notebook there, and write its deck."""
     target = out / chapter
     target.mkdir(parents=True, exist_ok=True)
@@ -183,7 +192,7 @@ def build_chapter(chapter: str, out: Path, source: Path, font_size: float) -> Bu
                 return Built(chapter, executed, None, f"the kernel failed {attempt} times: {error}")
     nbformat.write(notebook, executed)
     slides = target / f"{chapter}.slides.html"
-    slides.write_text(export_slides(assign_slides(notebook)), encoding="utf-8")
+    slides.write_text(export_slides(assign_slides(notebook), reveal_url_prefix), encoding="utf-8")
     return Built(chapter, executed, slides)
 
 
@@ -217,7 +226,7 @@ def write_index(out: Path, built: list[Built]) -> Path:
 
 
 def build(out: Path = DEFAULT_OUT, chapter_names=None, source: Path = COURSE_SOURCE,
-          font_size: float = PROJECTOR_FONT_SIZE, progress=print) -> list[Built]:
+          font_size: float = PROJECTOR_FONT_SIZE, reveal_url_prefix: str | None = None, progress=print) -> list[Built]:
     """Build the demo material of ``chapter_names`` (default: every chapter in ``source``) into ``out``."""
     known = chapters(source)
     selected = known if not chapter_names else list(chapter_names)
@@ -230,7 +239,7 @@ def build(out: Path = DEFAULT_OUT, chapter_names=None, source: Path = COURSE_SOU
     built = []
     for chapter in selected:
         progress(f"demo: {chapter} ...")
-        item = build_chapter(chapter, out, source, font_size)
+        item = build_chapter(chapter, out, source, font_size, reveal_url_prefix)
         progress(f"demo: {chapter}: " + (f"slides {item.slides}" if item.slides else f"FAILED: {item.error}"))
         built.append(item)
     progress(f"demo: open {write_index(out, built)}")
@@ -245,8 +254,11 @@ def main(argv=None) -> int:
     command.add_argument("--chapters", nargs="+", metavar="CHAPTER", help="only these chapters (default: all)")
     command.add_argument("--font-size", type=float, default=PROJECTOR_FONT_SIZE,
                          help=f"font size of the drawings, in points (default: {PROJECTOR_FONT_SIZE})")
+    command.add_argument("--reveal-url-prefix", metavar="URL",
+                         help="where the decks load reveal.js 4 from, e.g. a local copy for a room without "
+                              "network (default: nbconvert's CDN)")
     args = parser.parse_args(argv)
-    built = build(args.out, args.chapters, font_size=args.font_size)
+    built = build(args.out, args.chapters, font_size=args.font_size, reveal_url_prefix=args.reveal_url_prefix)
     failed = [item.chapter for item in built if not item.slides]
     if failed:
         print(f"demo: {len(failed)} chapter(s) failed to execute: {failed}; their notebooks in {args.out} show "
