@@ -1,6 +1,27 @@
-"""Small models built identically on either backend, with known values so outputs can be compared."""
+"""Models and values built identically on either backend (known values, so outputs can be compared), and probes."""
 
 import numpy as np
+
+
+def make_value(lib, kind):
+    """A fresh value of one of the kinds an attribute can be given."""
+    return {
+        "Parameter": lambda: lib.Parameter(lib.zeros(1)),
+        "Module": lambda: lib.nn.ReLU(),
+        "Buffer": lambda: lib.Buffer(lib.zeros(1)),
+        "non-persistent Buffer": lambda: lib.Buffer(lib.zeros(1), persistent=False),
+        "tensor": lambda: lib.zeros(1),
+        "None": lambda: None,
+        "int": lambda: 3,
+    }[kind]()
+
+
+def where(module, name):
+    """Which of the module's stores hold `name`, whether it is a non-persistent buffer, and the stored type."""
+    stores = [store for store in ("_parameters", "_buffers", "_modules") if name in vars(module)[store]]
+    if name in vars(module):
+        stores.append("__dict__")
+    return stores, name in module._non_persistent_buffers_set, type(getattr(module, name, None))
 
 
 def set_values(lib, module, seed=0):

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from .backends import backend
+from .models import make_value, where
 from .observe import observe, raises
-from .test_attributes import where
 
 NAMES = ("x", "y", "training")
 KINDS = ("Parameter", "Module", "Buffer", "non-persistent Buffer", "tensor", "None", "int")
@@ -22,24 +22,15 @@ STEPS = st.one_of(
 )
 
 
-def make(lib, kind):
-    return {
-        "Parameter": lambda: lib.Parameter(lib.zeros(1)), "Module": lambda: lib.nn.ReLU(),
-        "Buffer": lambda: lib.Buffer(lib.zeros(1)), "non-persistent Buffer": lambda: lib.Buffer(lib.zeros(1),
-                                                                                                persistent=False),
-        "tensor": lambda: lib.zeros(1), "None": lambda: None, "int": lambda: 3,
-    }[kind]()
-
-
 def run_step(lib, module, step):
     action, name, *rest = step
     if action == "delattr":
         delattr(module, name)
     elif action == "register_buffer":
-        module.register_buffer(name, make(lib, rest[0]), persistent=rest[1])
+        module.register_buffer(name, make_value(lib, rest[0]), persistent=rest[1])
     else:
         target = setattr if action == "setattr" else getattr(module, action)
-        args = (module, name, make(lib, rest[0])) if action == "setattr" else (name, make(lib, rest[0]))
+        args = (module, name, make_value(lib, rest[0])) if action == "setattr" else (name, make_value(lib, rest[0]))
         target(*args)
 
 

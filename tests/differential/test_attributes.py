@@ -2,6 +2,7 @@
 
 import pytest
 
+from .models import make_value, where
 from .observe import differential, raises
 
 INTERNALS = (
@@ -10,14 +11,6 @@ INTERNALS = (
     "_forward_hooks_always_called", "_state_dict_hooks", "_state_dict_pre_hooks",
     "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks",
 )
-
-
-def where(module, name):
-    """Which of the module's stores hold `name`, whether it is a non-persistent buffer, and the stored type."""
-    stores = [store for store in ("_parameters", "_buffers", "_modules") if name in vars(module)[store]]
-    if name in vars(module):
-        stores.append("__dict__")
-    return stores, name in module._non_persistent_buffers_set, type(getattr(module, name, None))
 
 
 @differential
@@ -204,20 +197,15 @@ def test_dir_lists_registered_names_that_are_identifiers(lib):
 
 
 REGISTER_PARAMETER_CASES = {
-    "name not a string": (3, "param", ["parameter name should be a string. Got int"]),
-    "dotted name": ("a.b", "param", ['parameter name can\'t contain "."']),
-    "empty name": ("", "param", ['parameter name can\'t be empty string ""']),
-    "existing attribute": ("training", "param", ["attribute 'training' already exists"]),
-    "existing buffer": ("b", "param", ["attribute 'b' already exists"]),
+    "name not a string": (3, "Parameter", ["parameter name should be a string. Got int"]),
+    "dotted name": ("a.b", "Parameter", ['parameter name can\'t contain "."']),
+    "empty name": ("", "Parameter", ['parameter name can\'t be empty string ""']),
+    "existing attribute": ("training", "Parameter", ["attribute 'training' already exists"]),
+    "existing buffer": ("b", "Parameter", ["attribute 'b' already exists"]),
     "plain tensor": ("p", "tensor", ["object to parameter 'p'", "Parameter or None required"]),
     "None": ("p", "None", []),
-    "replacing a parameter": ("w", "param", []),
+    "replacing a parameter": ("w", "Parameter", []),
 }
-
-
-def _value(lib, kind):
-    return {"param": lambda: lib.Parameter(lib.ones(2)), "tensor": lambda: lib.ones(2),
-            "None": lambda: None, "module": lambda: lib.nn.ReLU(), "int": lambda: 5}[kind]()
 
 
 def _module_with_one_of_each(lib):
@@ -233,7 +221,7 @@ def _module_with_one_of_each(lib):
 def test_register_parameter_validation(lib, case):
     name, kind, phrases = REGISTER_PARAMETER_CASES[case]
     module = _module_with_one_of_each(lib)
-    outcome = raises(lambda: module.register_parameter(name, _value(lib, kind)), *phrases)
+    outcome = raises(lambda: module.register_parameter(name, make_value(lib, kind)), *phrases)
     return outcome, list(module._parameters), where(module, name) if isinstance(name, str) else None
 
 
@@ -247,7 +235,7 @@ REGISTER_BUFFER_CASES = {
     "None": ("n", "None", True, []),
     "non-persistent": ("n", "tensor", False, []),
     "existing buffer made non-persistent": ("b", "tensor", False, []),
-    "a Parameter is a tensor too": ("n", "param", True, []),
+    "a Parameter is a tensor too": ("n", "Parameter", True, []),
 }
 
 
@@ -256,20 +244,20 @@ REGISTER_BUFFER_CASES = {
 def test_register_buffer_validation(lib, case):
     name, kind, persistent, phrases = REGISTER_BUFFER_CASES[case]
     module = _module_with_one_of_each(lib)
-    outcome = raises(lambda: module.register_buffer(name, _value(lib, kind), persistent=persistent), *phrases)
+    outcome = raises(lambda: module.register_buffer(name, make_value(lib, kind), persistent=persistent), *phrases)
     return outcome, list(module._buffers), module._non_persistent_buffers_set
 
 
 ADD_MODULE_CASES = {
     "not a module": ("x", "int", ["int is not a Module subclass"]),
     "not a module wins over a bad name": ("", "tensor", ["is not a Module subclass"]),
-    "name not a string": (3, "module", ["module name should be a string. Got int"]),
-    "dotted name": ("a.b", "module", ['module name can\'t contain ".", got: a.b']),
-    "empty name": ("", "module", ['module name can\'t be empty string ""']),
-    "existing attribute": ("training", "module", ["attribute 'training' already exists"]),
-    "existing parameter": ("w", "module", ["attribute 'w' already exists"]),
+    "name not a string": (3, "Module", ["module name should be a string. Got int"]),
+    "dotted name": ("a.b", "Module", ['module name can\'t contain ".", got: a.b']),
+    "empty name": ("", "Module", ['module name can\'t be empty string ""']),
+    "existing attribute": ("training", "Module", ["attribute 'training' already exists"]),
+    "existing parameter": ("w", "Module", ["attribute 'w' already exists"]),
     "None": ("x", "None", []),
-    "replacing a module": ("c", "module", []),
+    "replacing a module": ("c", "Module", []),
 }
 
 
@@ -279,5 +267,5 @@ ADD_MODULE_CASES = {
 def test_add_module_validation(lib, case, method):
     name, kind, phrases = ADD_MODULE_CASES[case]
     module = _module_with_one_of_each(lib)
-    outcome = raises(lambda: getattr(module, method)(name, _value(lib, kind)), *phrases)
+    outcome = raises(lambda: getattr(module, method)(name, make_value(lib, kind)), *phrases)
     return outcome, module._modules

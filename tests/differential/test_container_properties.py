@@ -28,15 +28,17 @@ DICT_EDITS = st.one_of(
 )
 
 
-class Layers:
-    """Distinct, recognisable layers: the n-th made is Linear(1, n), so reprs show which one went where."""
+class Values:
+    """Distinct values of a kind: the n-th made has size (or value) n, so reprs show which one went where."""
 
     def __init__(self, lib):
         self.lib, self.made = lib, 0
 
-    def __call__(self):
+    def __call__(self, kind):
         self.made += 1
-        return self.lib.nn.Linear(1, self.made)
+        return {"Linear": lambda n: self.lib.nn.Linear(1, n), "tensor": lambda n: self.lib.ones(n),
+                "Parameter": lambda n: self.lib.Parameter(self.lib.zeros(n)), "int": lambda n: n,
+                "str": lambda n: f"s{n}"}[kind](self.made)
 
 
 def apply_list_edit(container, edit, layer):
@@ -80,7 +82,11 @@ def apply_dict_edit(container, edit, layer):
 
 
 def replay(lib, container_name, edits):
-    layer = Layers(lib)
+    value = Values(lib)
+
+    def layer():
+        return value("Linear")
+
     container = getattr(lib.nn, container_name)(*([[layer(), layer()]] if container_name == "ModuleList" else
                                                   [layer(), layer()] if container_name == "Sequential" else []))
     apply = apply_dict_edit if container_name == "ModuleDict" else apply_list_edit
@@ -119,18 +125,6 @@ PARAMETER_LIST_EDITS = st.one_of(
     st.tuples(st.just("iadd"), st.lists(values, max_size=2)), st.tuples(st.just("set"), indices, values),
     st.tuples(st.just("get"), indices | slices),
 )
-
-
-class Values:
-    """Distinct values of a kind: the n-th made has size (or value) n, so reprs show which one went where."""
-
-    def __init__(self, lib):
-        self.lib, self.made = lib, 0
-
-    def __call__(self, kind):
-        self.made += 1
-        return {"tensor": lambda n: self.lib.ones(n), "Parameter": lambda n: self.lib.Parameter(self.lib.zeros(n)),
-                "int": lambda n: n, "str": lambda n: f"s{n}"}[kind](self.made)
 
 
 def parameter_container_state(container):
