@@ -255,8 +255,7 @@ def main(argv=None) -> int:
     command.add_argument("--font-size", type=float, default=PROJECTOR_FONT_SIZE,
                          help=f"font size of the drawings, in points (default: {PROJECTOR_FONT_SIZE})")
     command.add_argument("--reveal-url-prefix", metavar="URL",
-                         help="where the decks load reveal.js 4 from, e.g. a local copy for a room without "
-                              "network (default: nbconvert's CDN)")
+                         help="where the decks load reveal.js 4 from (default: nbconvert's CDN)")
     args = parser.parse_args(argv)
     built = build(args.out, args.chapters, font_size=args.font_size, reveal_url_prefix=args.reveal_url_prefix)
     failed = [item.chapter for item in built if not item.slides]
