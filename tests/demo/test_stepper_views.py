@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from modulecraft.viz import style
+from modulecraft.viz import steppers, style
 from modulecraft.viz.steppers import CallStepper, DfsStepper, LoadStepper
 
 from .models import nested, shared_subtree
@@ -91,3 +91,11 @@ def test_load_drawing_colours_each_entry_once_it_is_handled():
     assert "has no entry in the checkpoint" in unescape(stepper.svg(missing))
     assert "has no entry in the checkpoint" not in unescape(stepper.svg(missing + 1)), "only the current reason"
     assert missing_fill in stepper.svg(len(stepper.steps) - 1), "handled entries stay coloured"
+
+
+def test_a_long_static_sequence_stops_and_says_how_to_see_the_rest(monkeypatch):
+    monkeypatch.setattr(steppers, "MAX_STATIC_FRAMES", 3)
+    stepper = DfsStepper(nested(torch.nn))
+    html = stepper._repr_html_()
+    assert html.count('class="modulecraft-step"') == 3
+    assert f"and {len(stepper.steps) - 3} more steps" in html

@@ -237,6 +237,8 @@ def step_load_state_dict(module, state_dict) -> list[LoadStep]:
 # --------------------------------------------------------------------------------------------------------------
 
 # How each outcome is coloured, on the tree's rows and in the table (the colours of draw_state_dict_diff).
+MAX_STATIC_FRAMES = 30  # frames drawn in the static sequence; a teaching model needs far fewer
+
 ROW_STATUS = {LOADED: "loads", MISSING: "missing", UNEXPECTED: "unexpected", SIZE_MISMATCH: "mismatch",
               NOT_AN_ARRAY: "mismatch"}
 
@@ -318,10 +320,17 @@ class Stepper:
                           *(f"{i + 1:>3}. {step.describe()}" for i, step in enumerate(self.steps))])
 
     def _repr_html_(self) -> str:
-        """The static sequence: every step, one after the other (what nbconvert and slides show)."""
-        frames = "".join(self.frame_html(position) for position in range(len(self.steps)))
+        """The static sequence: the steps one after the other (what nbconvert and slides show).
+
+        Each frame costs a ``dot`` run, so a long sequence stops after ``MAX_STATIC_FRAMES`` and says so.
+        """
+        shown = min(len(self.steps), MAX_STATIC_FRAMES)
+        frames = "".join(self.frame_html(position) for position in range(shown))
+        more = len(self.steps) - shown
+        rest = (f"<p>… and {more} more steps: <code>print()</code> the stepper to list them all, or step through them "
+                "in JupyterLab.</p>" if more else "")
         return (f'<div class="modulecraft-stepper"><p><b>{escape(self.title)}</b>: {len(self.steps)} steps</p>'
-                f"{frames}</div>")
+                f"{frames}{rest}</div>")
 
     def _repr_mimebundle_(self, include=None, exclude=None, **_):
         """The widget where a frontend may show it, with the static sequence as the fallback for everyone else."""
