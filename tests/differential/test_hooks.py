@@ -130,6 +130,16 @@ def test_call_uses_the_instance_forward_with_and_without_hooks(lib):
 
 
 @differential
+def test_calling_forward_directly_skips_every_hook(lib):
+    log = []
+    module = echo_module(lib, log)
+    module.register_forward_pre_hook(lambda m, args: log.append("pre"))
+    module.register_forward_hook(lambda m, args, out: log.append("forward hook"))
+    lib.hooks.register_module_forward_pre_hook(lambda m, args: log.append("global pre"))
+    return module.forward(1), log
+
+
+@differential
 def test_plain_hooks_never_see_kwargs(lib):
     log = []
     module = echo_module(lib, log)
