@@ -85,3 +85,15 @@ def test_checkpoints_are_npz_with_json_and_never_pickles(tmp_path):
         lib.modulecraft.save({"opaque": object()}, tmp_path / "refused.npz")
     with pytest.raises(TypeError):
         lib.modulecraft.save({"objects": np.array([object()])}, tmp_path / "refused.npz")
+
+
+def test_loading_a_checkpoint_never_unpickles(tmp_path):
+    lib = backend("modulecraft")
+    path, tampered = tmp_path / "model.npz", tmp_path / "tampered.npz"
+    lib.modulecraft.save(lib.nn.Linear(1, 1).state_dict(), path)
+    with np.load(path) as archive:
+        entries = {name: archive[name] for name in archive.files}
+    entries["weight"] = np.array([{"would be": "unpickled"}], dtype=object)
+    np.savez(tampered, **entries)
+    with pytest.raises(ValueError, match="allow_pickle=False"):
+        lib.modulecraft.load(tampered)
