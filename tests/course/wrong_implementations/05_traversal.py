@@ -99,7 +99,7 @@ def _named_members(self, get_members_fn, prefix="", recurse=True, remove_duplica
     dict(
         grade_id='c05_named_members',
         mistake='memo-always',
-        feedback='remove_duplicate=False lists the tied weight under both names',
+        feedback='lists the tied weight under both names',
         source=r"""
 def _named_members(self, get_members_fn, prefix="", recurse=True, remove_duplicate=True):
     memo = set()
@@ -149,7 +149,7 @@ def train(self, mode=True):
     ),
     dict(
         grade_id='c05_train',
-        mistake='no-return',
+        mistake='train-no-return',
         feedback='eval() returns the module itself',
         source=r"""
 def train(self, mode=True):
@@ -186,7 +186,7 @@ def apply(self, fn):
     ),
     dict(
         grade_id='c05_apply',
-        mistake='no-return',
+        mistake='apply-no-return',
         feedback='apply returns the module itself',
         source=r"""
 def apply(self, fn):
