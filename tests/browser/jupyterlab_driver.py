@@ -186,6 +186,9 @@ class Notebook:
         expect(self.page.locator(".jp-mod-current .jp-mod-dirty")).to_have_count(0, timeout=10_000)
 
     # -- reading ---------------------------------------------------------------------------------------
+    def prompt(self, index: int) -> str:
+        return self.cells.nth(index).locator(".jp-InputArea-prompt").inner_text()
+
     def output_text(self, index: int) -> str:
         return self.cells.nth(index).locator(".jp-OutputArea").inner_text()
 

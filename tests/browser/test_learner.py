@@ -19,33 +19,44 @@ NOTEBOOK = f"{CHAPTER}/{CHAPTER}.ipynb"
 
 
 @dataclass
-class Exercise:
-    """The first exercise of the chapter: where its cells are, its solution, the points its test gives."""
+class Chapter:
+    """Chapter 1 as released, and what a learner who solves it types (taken from the course's source)."""
 
-    solution_cell: int
-    test_cell: int
-    code_cells: list[int]  # from the solution to its visible test, what the learner runs after solving
-    tests: dict[str, float]  # grade_id -> points of the exercise's tests (visible and hidden)
-    solution: str
+    solutions: dict[int, str]  # solution cell index -> the solution's code
+    first_test: int  # the visible test of the first exercise
+    first_tests: dict[str, float]  # grade_id -> points of the first exercise's tests (visible and hidden)
     total_points: float
-    last_cell: int
+    last_cell: int  # the self-check
+
+    @property
+    def first_solution(self) -> int:
+        return min(self.solutions)
+
+    def code_cells_of_first_exercise(self, released: nbformat.NotebookNode) -> list[int]:
+        return [i for i in range(self.first_solution, self.first_test + 1) if released.cells[i].cell_type == "code"]
+
+
+def without_solution_markers(source: str) -> str:
+    return "\n".join(line for line in source.splitlines() if not re.match(r"\s*### (BEGIN|END) SOLUTION", line))
 
 
 @pytest.fixture(scope="module")
-def exercise(learner_workspace) -> Exercise:
-    released = nbformat.read(learner_workspace / NOTEBOOK, as_version=4)
-    source = {c.metadata.nbgrader["grade_id"]: c for c in nbformat.read(COURSE_SOURCE / NOTEBOOK, as_version=4).cells
-              if "nbgrader" in c.metadata}
+def released(learner_workspace) -> nbformat.NotebookNode:
+    return nbformat.read(learner_workspace / NOTEBOOK, as_version=4)
+
+
+@pytest.fixture(scope="module")
+def chapter(released) -> Chapter:
+    source = {c.metadata.nbgrader["grade_id"]: c.source
+              for c in nbformat.read(COURSE_SOURCE / NOTEBOOK, as_version=4).cells if "nbgrader" in c.metadata}
     meta = [cell.metadata.get("nbgrader", {}) for cell in released.cells]
-    solution_cell = next(i for i, m in enumerate(meta) if m.get("solution") and not m.get("grade"))
-    test_cell = next(i for i, m in enumerate(meta) if i > solution_cell and m.get("grade") and not m.get("solution"))
-    solution = "\n".join(line for line in source[meta[solution_cell]["grade_id"]].source.splitlines()
-                         if not re.match(r"\s*### (BEGIN|END) SOLUTION", line))
-    code_cells = [i for i in range(solution_cell, test_cell + 1) if released.cells[i].cell_type == "code"]
-    next_solution = next((i for i, m in enumerate(meta) if i > solution_cell and m.get("solution")), len(meta))
-    tests = {m["grade_id"]: m["points"] for m in meta[solution_cell:next_solution] if m.get("grade")}
-    return Exercise(solution_cell, test_cell, code_cells, tests, solution,
-                    sum(m.get("points", 0) for m in meta if m.get("grade")), len(released.cells) - 1)
+    solutions = {i: without_solution_markers(source[m["grade_id"]])
+                 for i, m in enumerate(meta) if m.get("solution") and not m.get("grade")}
+    first, second = (sorted(solutions) + [len(meta)])[:2]
+    first_test = next(i for i, m in enumerate(meta) if i > first and m.get("grade"))
+    first_tests = {m["grade_id"]: m["points"] for m in meta[first:second] if m.get("grade")}
+    return Chapter(solutions, first_test, first_tests, sum(m.get("points", 0) for m in meta if m.get("grade")),
+                   len(meta) - 1)
 
 
 @pytest.fixture
@@ -56,46 +67,51 @@ def own_copy(request, learner_workspace) -> str:
     return str(folder / f"{CHAPTER}.ipynb")
 
 
-def test_open_chapter_one_from_the_index_run_all_and_see_the_tree_drawing(page, lab, learner_workspace):
+def test_open_chapter_one_from_the_index_solve_it_run_all_and_see_the_tree_drawing(page, lab, released, chapter):
     page.goto(lab.page_url("index.ipynb"))
-    title = chapter_title(nbformat.read(learner_workspace / NOTEBOOK, as_version=4), CHAPTER)
+    title = chapter_title(released, CHAPTER).replace("`", "")  # the link shows `x` as code
     page.locator(".jp-RenderedMarkdown a", has_text=title).click()
     notebook = Notebook(page, lab, NOTEBOOK)
     notebook.wait_idle()
     expect(page.locator('.lm-TabBar-tab.lm-mod-current[data-type="document-title"]')).to_have_attribute(
         "title", re.compile(f"Path: {re.escape(NOTEBOOK)}"))
+    for index, solution in chapter.solutions.items():
+        notebook.set_source(index, solution)
 
     notebook.run_all()
 
-    drawing = notebook.panel.locator(".jp-OutputArea-output svg")
-    expect(drawing.first).to_be_visible()
-    assert drawing.first.locator("g.node").count() >= 2, "the module tree drawing has no nodes"
+    code_cells = [i for i, cell in enumerate(released.cells) if cell.cell_type == "code"]
+    assert [notebook.prompt(i) for i in code_cells if not re.fullmatch(r"\[\d+\]:", notebook.prompt(i))] == []
+    assert notebook.cells_with_errors() == []
+    tree = notebook.panel.locator(".jp-OutputArea-output svg:has(g.node.module)")
+    expect(tree.first).to_be_visible()
+    assert tree.first.locator("g.node.module").count() >= 2, "the module tree drawing shows fewer than two modules"
     assert not [e for e in page.errors if "nbgrader" in e.lower()], page.errors
 
 
-def test_a_typed_solution_passes_its_visible_test(page, lab, exercise, own_copy):
+def test_a_typed_solution_passes_its_visible_test(page, lab, released, chapter, own_copy):
     notebook = Notebook.open(page, lab, own_copy)
     expect(notebook.panel.locator(".jp-Toolbar-item", has_text="Validate")).to_be_visible()
-    notebook.run_all()  # stops at the first error: the exercise is not solved yet
+    notebook.run_all()  # stops at the first error: the first exercise is not solved yet
     failing = notebook.cells_with_errors()
-    assert failing and exercise.solution_cell < failing[0] <= exercise.test_cell, failing
+    assert failing and chapter.first_solution < failing[0] <= chapter.first_test, failing
 
-    notebook.set_source(exercise.solution_cell, exercise.solution)
-    for index in exercise.code_cells:
+    notebook.set_source(chapter.first_solution, chapter.solutions[chapter.first_solution])
+    for index in chapter.code_cells_of_first_exercise(released):
         notebook.run_cell(index)
 
-    assert [i for i in notebook.cells_with_errors() if i <= exercise.test_cell] == []
-    expect(notebook.cells.nth(exercise.test_cell).locator(".jp-InputArea-prompt")).to_have_text(re.compile(r"\[\d+\]"))
+    assert [i for i in notebook.cells_with_errors() if i <= chapter.first_test] == []
+    assert re.fullmatch(r"\[\d+\]:", notebook.prompt(chapter.first_test))
 
 
-def test_the_self_check_prints_the_score(page, lab, exercise, own_copy):
+def test_the_self_check_prints_the_score(page, lab, chapter, own_copy):
     notebook = Notebook.open(page, lab, own_copy)
-    notebook.set_source(exercise.solution_cell, exercise.solution)
+    notebook.set_source(chapter.first_solution, chapter.solutions[chapter.first_solution])
     notebook.save()
 
-    notebook.run_cell(exercise.last_cell)
+    notebook.run_cell(chapter.last_cell)
 
-    report = notebook.output_text(exercise.last_cell)
-    for grade_id, points in exercise.tests.items():
+    report = notebook.output_text(chapter.last_cell)
+    for grade_id, points in chapter.first_tests.items():
         assert re.search(rf"{re.escape(grade_id)}\s+{points:g}/{points:g}\s+ok", report), report
-    assert f"Total: {sum(exercise.tests.values()):g}/{exercise.total_points:g}" in report, report
+    assert f"Total: {sum(chapter.first_tests.values()):g}/{chapter.total_points:g}" in report, report
