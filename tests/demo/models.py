@@ -4,7 +4,7 @@ import pytest
 import torch
 
 
-LAYERS = ("Module", "Sequential", "ModuleList", "ModuleDict", "Linear", "ReLU", "Identity", "BatchNorm1d")
+LAYERS = ("Module", "Sequential", "ModuleList", "ModuleDict", "Linear", "LazyLinear", "ReLU", "Identity", "BatchNorm1d")
 
 
 def backends():
@@ -67,4 +67,9 @@ def extra_state(nn):
     return nn.Sequential(Counter(), nn.Linear(2, 2))
 
 
-MODELS = {builder.__name__: builder for builder in (nested, shared, shared_subtree, holes, buffers, extra_state)}
+def lazy(nn):
+    """A layer whose parameters have no shape yet: a load takes the checkpoint's shapes."""
+    return nn.Sequential(nn.LazyLinear(3), nn.Linear(3, 3))
+
+
+MODELS = {builder.__name__: builder for builder in (nested, shared, shared_subtree, holes, buffers, extra_state, lazy)}

@@ -136,10 +136,6 @@ class LoadStep:
         return f"{self.key!r}: {self.outcome} — {self.reason}"
 
 
-def _shape(value) -> tuple[int, ...]:
-    return tuple(int(n) for n in value.shape)
-
-
 def _array_type(array) -> type:
     """The array class a framework's load accepts: ``torch.Tensor`` for torch, ``numpy.ndarray`` for modulecraft."""
     return next((cls for cls in type(array).__mro__ if cls.__name__ in ("Tensor", "ndarray")), object)
@@ -163,11 +159,10 @@ def _entry_outcome(key: str, qualname: str, kind: str, target, value) -> tuple[s
     array_type = _array_type(target)
     if not isinstance(value, array_type):
         return NOT_AN_ARRAY, f"the checkpoint holds a {type(value).__name__}, not a {array_type.__name__}"
-    wanted = introspect.shape_of(target)
-    given = _shape(value)
+    wanted, given = introspect.shape_of(target), introspect.shape_of(value)  # None: lazy, any shape goes
     if wanted == () and given == (1,):  # torch 0.3 checkpoints stored scalars as 1-element vectors
         given = ()
-    if wanted is not None and given != wanted:
+    if None not in (wanted, given) and given != wanted:
         return SIZE_MISMATCH, f"the checkpoint's shape {given} differs from the {kind}'s shape {wanted} in the model"
     return LOADED, f"copied into the {kind} {key.rsplit('.', 1)[-1]!r} of {_label(qualname)}"
 
