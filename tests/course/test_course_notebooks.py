@@ -74,6 +74,17 @@ def test_runs_top_to_bottom_with_solutions_in_under_10_seconds(chapter, monkeypa
                    resources={"metadata": {"path": str(notebook_path(chapter).parent)}}).execute()
     seconds = time.monotonic() - started
     assert seconds < 10, f"{chapter} took {seconds:.1f} s"
+    numbers = [nbgrader_meta(c)["grade_id"] for c in nb.cells if nbgrader_meta(c).get("grade")
+               and any(_is_number(o.get("data", {}).get("text/plain")) for o in c.outputs)]
+    assert numbers == [], f"test cells displaying a number, which nbgrader reads as partial credit: {numbers}"
+
+
+def _is_number(text) -> bool:
+    try:
+        float(text)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 @pytest.mark.slow

@@ -31,14 +31,16 @@ def expect(what: str, got: Any, expected: Any, hint: str) -> None:
         raise AssertionError(feedback(what, expected, got, hint))
 
 
-def expect_call(what: str, call: Callable[[], Any], expected: Any, hint: str) -> Any:
-    """Like ``expect(what, call(), ...)``, but an exception raised by ``call`` becomes feedback too."""
+def expect_call(what: str, call: Callable[[], Any], expected: Any, hint: str) -> None:
+    """Like ``expect(what, call(), ...)``, but an exception raised by ``call`` becomes feedback too.
+
+    Returns nothing on purpose: a number displayed as a test cell's result is read by nbgrader as partial credit.
+    """
     try:
         got = call()
     except Exception as error:
         raise AssertionError(feedback(what, expected, f"{type(error).__name__}: {error}", hint)) from None
     expect(what, got, expected, hint)
-    return got
 
 
 def expect_raises(
