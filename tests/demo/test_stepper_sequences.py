@@ -41,7 +41,11 @@ class RecordingMemo(set):
 @pytest.mark.parametrize("build", MODELS.values(), ids=MODELS.keys())
 @pytest.mark.parametrize("remove_duplicate", [True, False])
 def test_dfs_steps_follow_named_modules(nn, build, remove_duplicate):
-    model = build(nn)
+    assert_dfs_steps_match(build(nn), remove_duplicate)
+
+
+def assert_dfs_steps_match(model, remove_duplicate):
+    """The steps against the module's real named_modules: yields, every memo test, the memo after each yield."""
     memo = RecordingMemo()
     yielded, memo_after_each_yield = [], []
     for prefix, module in model.named_modules(memo=memo, remove_duplicate=remove_duplicate):
@@ -171,7 +175,12 @@ def _outcomes(steps, outcome):
 @pytest.mark.parametrize("model_name, change", LOAD_SCENARIOS.values(), ids=LOAD_SCENARIOS.keys())
 def test_load_steps_follow_load_state_dict(nn, model_name, change):
     model = MODELS[model_name](nn)
-    checkpoint = change(_perturbed(model.state_dict()))
+    assert_load_steps_match(model, change(_perturbed(model.state_dict())))
+
+
+def assert_load_steps_match(model, checkpoint):
+    """The steps against the module's real load_state_dict(strict=False): the keys it reports, the entries it
+    refuses, and the values that land."""
     steps = step_load_state_dict(model, checkpoint)
 
     reported = {}
@@ -186,7 +195,7 @@ def test_load_steps_follow_load_state_dict(nn, model_name, change):
     assert _outcomes(steps, UNEXPECTED) == reported["unexpected"]
     assert _outcomes(steps, SIZE_MISMATCH) == [m for m, _ in refused if m]
     assert _outcomes(steps, NOT_AN_ARRAY) == [n for _, n in refused if n]
-    if not refused:  # torch copies nothing when any entry is refused; otherwise every "loaded" entry landed
+    if not refused:  # (after a refusal, torch keeps what it copied and modulecraft rolls back: nothing to compare)
         after = model.state_dict()
         for key in _outcomes(steps, LOADED):
             if key.endswith("_extra_state") or introspect.is_lazy(checkpoint[key]):
