@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from . import introspect, style
 from .render import Drawing
-from .structure import ModuleTree, TreeNode
+from .structure import ModuleTree, ParameterRef, TreeNode
 
 COLUMNS = 4  # name | shape | dtype | requires_grad (or buffer kind)
 
@@ -285,7 +285,7 @@ class TreeDrawer:
         rows = []
         for index, (name, parameter) in enumerate(introspect.own_parameters(node.module)):
             owner = self.tree.owner_of(parameter)
-            if owner.qualname != node.qualname:
+            if owner != ParameterRef(node.qualname, name):  # registered first elsewhere (or under another name)
                 description = [style.cell(style.font(style.text(f"shared with {owner.path}"), italic=True),
                                           colspan=COLUMNS - 1, align="left")]
             else:
@@ -334,8 +334,8 @@ class TreeDrawer:
             if shared.parent not in self.shown:
                 continue
             graph.edge(node_name(shared.parent), node_name(self.visible(shared.target)), label=style.text(shared.path),
-                       style="dashed", color=style.COLOURS["shared"], fontcolor=style.COLOURS["shared"], constraint="false",
-                       id=f"mc-shared-{shared.path}", **{"class": "shared-module"})
+                       style="dashed", color=style.COLOURS["shared"], fontcolor=style.COLOURS["shared"],
+                       constraint="false", id=f"mc-shared-{shared.path}", **{"class": "shared-module"})
         for qualname in self.shown:
             self._draw_shared_parameters(graph, qualname)
 
@@ -343,7 +343,7 @@ class TreeDrawer:
         module = self.shown[qualname].node.module
         for index, (name, parameter) in enumerate(introspect.own_parameters(module)):
             owner = self.tree.owner_of(parameter)
-            if owner.qualname == qualname:
+            if owner == ParameterRef(qualname, name):
                 continue
             tail, head = node_name(qualname), node_name(self.visible(owner.qualname))
             if self.options.show_state:
