@@ -125,7 +125,10 @@ def _outputs_for_slides(deck) -> None:
 
 @dataclass
 class Built:
+    """One chapter's demo material: the executed notebook, and the deck (None when the chapter failed)."""
+
     chapter: str
+    title: str
     notebook: Path
     slides: Path | None
     error: str = ""
@@ -176,24 +179,25 @@ def build_chapter(chapter: str, out: Path, source: Path, font_size: float, revea
     for asset in (source / chapter).iterdir():
         if asset.is_file() and asset.suffix != ".ipynb":
             (target / asset.name).write_bytes(asset.read_bytes())
-    executed = target / f"{chapter}.ipynb"
+    executed, slides = target / f"{chapter}.ipynb", target / f"{chapter}.slides.html"
     for attempt in range(1, KERNEL_ATTEMPTS + 1):
         notebook = nbformat.read(source / chapter / f"{chapter}.ipynb", as_version=4)
         _strip_solution_markers(notebook)
         try:
             execute(notebook, target, font_size)
+            error = ""
             break
-        except CellExecutionError as error:  # the chapter itself fails: say where
-            nbformat.write(notebook, executed)
-            return Built(chapter, executed, None, f"{error.ename}: {error.evalue}")
-        except (RuntimeError, DeadKernelError, TimeoutError) as error:  # the kernel did not start or died
-            if attempt == KERNEL_ATTEMPTS:
-                nbformat.write(notebook, executed)
-                return Built(chapter, executed, None, f"the kernel failed {attempt} times: {error}")
+        except CellExecutionError as failure:  # the chapter itself fails: the saved notebook shows where
+            error = f"{failure.ename}: {failure.evalue}"
+            break
+        except (RuntimeError, DeadKernelError, TimeoutError) as failure:  # the kernel did not start, or died
+            error = f"the kernel failed {attempt} time(s): {failure}"
     nbformat.write(notebook, executed)
-    slides = target / f"{chapter}.slides.html"
+    if error:
+        slides.unlink(missing_ok=True)  # a deck from an earlier build would no longer match
+        return Built(chapter, _title(notebook), executed, None, error)
     slides.write_text(export_slides(assign_slides(notebook), reveal_url_prefix), encoding="utf-8")
-    return Built(chapter, executed, slides)
+    return Built(chapter, _title(notebook), executed, slides)
 
 
 def _claim(out: Path) -> None:
@@ -209,24 +213,29 @@ def _claim(out: Path) -> None:
 
 
 def write_index(out: Path, built: list[Built]) -> Path:
+    """``out/index.html``: every chapter in ``out`` (also those of earlier builds), failures of this one named."""
+    errors = {item.chapter: item.error for item in built if item.error}
     rows = []
-    for item in built:
-        notebook = html.escape(item.notebook.relative_to(out).as_posix())
-        if item.slides:
-            slides = f'<a href="{html.escape(item.slides.relative_to(out).as_posix())}">slides</a>'
+    for chapter in chapters(out):
+        executed = nbformat.read(out / chapter / f"{chapter}.ipynb", as_version=4)
+        slides = out / chapter / f"{chapter}.slides.html"
+        if slides.exists():
+            deck = f'<a href="{chapter}/{slides.name}">slides</a>'
         else:
-            slides = f"<em>not built: {html.escape(item.error)}</em>"
-        rows.append(f"<tr><td>{html.escape(item.chapter)}</td><td>{slides}</td>"
-                    f'<td><a href="{notebook}">executed notebook</a></td></tr>')
+            deck = f"<em>not built: {html.escape(errors.get(chapter, 'see the notebook'))}</em>"
+        rows.append(f"<tr><td>{html.escape(_title(executed))}</td><td>{deck}</td>"
+                    f'<td><a href="{chapter}/{chapter}.ipynb">executed notebook</a></td></tr>')
     index = out / "index.html"
     index.write_text("<!doctype html><meta charset='utf-8'><title>modulecraft demos</title>"
+                     "<style>body{font-family:sans-serif} td{padding:0.3em 1em}</style>"
                      "<h1>modulecraft: instructor demos</h1><table>" + "".join(rows) + "</table>\n",
                      encoding="utf-8")
     return index
 
 
 def build(out: Path = DEFAULT_OUT, chapter_names=None, source: Path = COURSE_SOURCE,
-          font_size: float = PROJECTOR_FONT_SIZE, reveal_url_prefix: str | None = None, progress=print) -> list[Built]:
+          font_size: float = PROJECTOR_FONT_SIZE, reveal_url_prefix: str | None = None,
+          progress=print) -> list[Built]:
     """Build the demo material of ``chapter_names`` (default: every chapter in ``source``) into ``out``."""
     known = chapters(source)
     selected = known if not chapter_names else list(chapter_names)

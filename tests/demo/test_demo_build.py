@@ -127,3 +127,26 @@ def test_decks_have_drawings(built):
     out, _ = built
     decks = [(out / chapter / f"{chapter}.slides.html").read_text() for chapter in CHAPTERS]
     assert sum("<svg" in deck for deck in decks) >= len(decks) / 2, "most chapters draw something"
+
+
+@pytest.mark.slow
+def test_a_failing_chapter_is_reported_and_the_others_still_build(tmp_path):
+    source = tmp_path / "source"
+    for chapter, code in {"01_fine": "print('fine')", "02_broken": "raise ValueError('the chapter is broken')"}.items():
+        (source / chapter).mkdir(parents=True)
+        cells = [new_markdown_cell(f"# {chapter}"), new_markdown_cell("## A section"), new_code_cell(code)]
+        nbformat.write(new_notebook(cells=cells), source / chapter / f"{chapter}.ipynb")
+    out = tmp_path / "demo"
+    (out / "02_broken").mkdir(parents=True)
+    (out / demo.MARKER).write_text("")
+    (out / "02_broken" / "02_broken.slides.html").write_text("a deck from an earlier build")
+
+    fine, broken = demo.build(out, source=source, progress=lambda message: None)
+
+    assert fine.slides and fine.slides.exists()
+    assert broken.slides is None and broken.error == "ValueError: the chapter is broken"
+    assert not (out / "02_broken" / "02_broken.slides.html").exists(), "a stale deck is removed"
+    executed = nbformat.read(broken.notebook, as_version=4)
+    assert executed.cells[2].outputs[0].output_type == "error", "the saved notebook shows where it stopped"
+    index = (out / "index.html").read_text()
+    assert "01_fine/01_fine.slides.html" in index and "not built: ValueError: the chapter is broken" in index

@@ -322,8 +322,8 @@ class Stepper:
         shown = min(len(self.steps), MAX_STATIC_FRAMES)
         frames = "".join(self.frame_html(position) for position in range(shown))
         more = len(self.steps) - shown
-        rest = (f"<p>… and {more} more steps: <code>print()</code> the stepper to list them all, or step through them "
-                "in JupyterLab.</p>" if more else "")
+        rest = (f"<p>… and {more} more steps: <code>print()</code> the stepper to list them all, or step "
+                "through them in JupyterLab.</p>" if more else "")
         return (f'<div class="modulecraft-stepper"><p><b>{escape(self.title)}</b>: {len(self.steps)} steps</p>'
                 f"{frames}{rest}</div>")
 
