@@ -71,8 +71,10 @@ def test_drawing_marks_rows_where_they_would_load(fw):
                                                    "tail.weight": fw.zeros(1)})
     drawing = draw_state_dict_diff(model, state)
     drawn = svg.modules(drawing.svg())
-    assert "missing: not in the state_dict" in drawn["stem"].texts and COLOURS["missing"] in drawn["stem"].fills
-    assert "size mismatch: checkpoint 6×5, model 6×6" in drawn["blocks.1.0"].texts
+    assert "missing: the model's parameter has no entry in the checkpoint" in drawn["stem"].texts
+    assert COLOURS["missing"] in drawn["stem"].fills
+    assert ("size mismatch: the checkpoint's shape (6, 5) differs from the parameter's shape (6, 6) in the model"
+            in drawn["blocks.1.0"].texts)
     assert COLOURS["mismatch"] in drawn["blocks.1.0"].fills
     assert "alpha" in drawn["head.1"].texts and COLOURS["unexpected"] in drawn["head.1"].fills
     assert "tail.weight" in drawn[""].texts  # no module "tail": the root meets the key

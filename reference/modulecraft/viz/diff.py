@@ -1,19 +1,21 @@
 """``draw_state_dict_diff``: what ``load_state_dict`` would say, drawn on the module tree.
 
-The keys are checked with the rules of ``Module.load_state_dict`` (torch 2.13): the walk visits every path
-(a shared module is loaded once per path), each module compares the keys under its prefix with its parameters
-and persistent buffers (a lazy parameter accepts any shape; a 1-element vector loads into a scalar), and a key is
-unexpected at the deepest module whose prefix it carries but which has no entry or child of that name.
-Nothing is loaded. Custom ``_load_from_state_dict`` overrides, load hooks and extra state are not simulated.
+The verdict comes from ``steppers.step_load_state_dict``, which applies the rules of ``Module.load_state_dict``
+(torch 2.13) key by key without loading anything: every path to a shared module is visited, each module compares
+the keys under its prefix with its parameters and persistent buffers (a lazy parameter accepts any shape; a
+1-element vector loads into a scalar), and a key is unexpected at the deepest module whose prefix it carries.
+Custom ``_load_from_state_dict`` overrides and load hooks are not run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from . import introspect, style
 from .render import Drawing
+from .steppers import LOADED, MISSING, NOT_AN_ARRAY, ROW_STATUS, SIZE_MISMATCH, UNEXPECTED, LoadStep
+from .steppers import step_load_state_dict
 from .structure import ModuleTree
 from .tree import RowMark, TreeDrawer, TreeOptions
 
@@ -25,59 +27,51 @@ class LoadReport:
     missing_keys: list[str] = field(default_factory=list)
     unexpected_keys: list[str] = field(default_factory=list)
     size_mismatches: list[tuple[str, tuple, tuple]] = field(default_factory=list)  # key, checkpoint, model shape
+    not_arrays: list[str] = field(default_factory=list)  # keys whose value is no tensor / ndarray
     loaded_keys: list[str] = field(default_factory=list)
 
     @property
     def compatible(self) -> bool:
         """True when ``load_state_dict(strict=True)`` would succeed."""
-        return not (self.missing_keys or self.unexpected_keys or self.size_mismatches)
+        return not (self.missing_keys or self.unexpected_keys or self.size_mismatches or self.not_arrays)
+
+
+def row_marks(steps: Iterable[LoadStep], note: Callable[[int, LoadStep], str]) -> dict[str, dict[str, RowMark]]:
+    """``{node: {entry: mark}}`` for drawing load steps on the tree, with ``note(index, step)`` under each row.
+
+    An entry is named relative to its module; one met on a second path to a shared module (drawn once, at its
+    first name) is named in full.
+    """
+    marks: dict[str, dict[str, RowMark]] = {}
+    for index, step in enumerate(steps):
+        at_its_node = step.module == step.node
+        entry = step.key.removeprefix(f"{step.module}.") if at_its_node and step.module else step.key
+        marks.setdefault(step.node, {})[entry] = RowMark(ROW_STATUS[step.outcome], note(index, step))
+    return marks
 
 
 def check_state_dict(module, state_dict: Mapping) -> tuple[LoadReport, dict[str, dict[str, RowMark]]]:
     """Predict ``module.load_state_dict(state_dict)``; also return the row marks per drawn module."""
-    tree = ModuleTree(module)
-    primary = {id(node.module): node.qualname for node in tree.nodes.values()}
+    steps = step_load_state_dict(module, state_dict)
     report = LoadReport()
-    marks: dict[str, dict[str, RowMark]] = {}
+    lists = {LOADED: report.loaded_keys, MISSING: report.missing_keys, UNEXPECTED: report.unexpected_keys,
+             NOT_AN_ARRAY: report.not_arrays}
+    for step in steps:
+        if step.outcome == SIZE_MISMATCH:
+            model_entry = _entry(module, step)
+            report.size_mismatches.append((step.key, introspect.shape_of(state_dict[step.key]),
+                                           introspect.shape_of(model_entry)))
+        else:
+            lists[step.outcome].append(step.key)
+    return report, row_marks(steps, lambda _, step: "" if step.outcome == LOADED else f"{step.outcome}: {step.reason}")
 
-    def mark(prefix: str, submodule, name: str, status: str, note: str) -> None:
-        qualname = primary.get(id(submodule), "")
-        here = prefix.removesuffix(".") == qualname  # else: a second path to a shared module, named in full
-        marks.setdefault(qualname, {})[name if here else prefix + name] = RowMark(status, note)
 
-    def load(submodule, keys: list[str], prefix: str) -> None:
-        local = {name: value for name, value in introspect.own_parameters(submodule)}
-        local.update({name: value for name, value, persistent in introspect.own_buffers(submodule) if persistent})
-        for name, value in local.items():
-            key = prefix + name
-            if key not in keys:
-                report.missing_keys.append(key)
-                mark(prefix, submodule, name, "missing", "missing: not in the state_dict")
-                continue
-            model_shape, checkpoint_shape = introspect.shape_of(value), introspect.shape_of(state_dict[key])
-            if model_shape == () and checkpoint_shape == (1,):
-                checkpoint_shape = ()  # load_state_dict accepts a 1-element vector for a scalar
-            if model_shape is not None and checkpoint_shape != model_shape:
-                report.size_mismatches.append((key, checkpoint_shape, model_shape))
-                mark(prefix, submodule, name, "mismatch",
-                     f"size mismatch: checkpoint {style.format_shape(checkpoint_shape)}, "
-                     f"model {style.format_shape(model_shape)}")
-                continue
-            report.loaded_keys.append(key)
-            mark(prefix, submodule, name, "loads", "" if model_shape is not None else
-                 f"loads and materialises the lazy entry as {style.format_shape(checkpoint_shape)}")
-        for key in keys:
-            head, dot, _ = key[len(prefix):].partition(".")
-            if (head not in submodule._modules) if dot else (head not in local):
-                report.unexpected_keys.append(key)
-                mark(prefix, submodule, key[len(prefix):], "unexpected",
-                     "unexpected: no parameter, persistent buffer or submodule of that name")
-        for name, child in introspect.children(submodule):
-            child_prefix = f"{prefix}{name}."
-            load(child, [key for key in keys if key.startswith(child_prefix)], child_prefix)
-
-    load(module, [key for key in state_dict if isinstance(key, str)], "")
-    return report, marks
+def _entry(module, step: LoadStep):
+    """The parameter or buffer of the model that ``step.key`` names."""
+    for name in filter(None, step.module.split(".")):
+        module = module._modules[name]
+    name = step.key.removeprefix(f"{step.module}.") if step.module else step.key
+    return module._parameters.get(name, module._buffers.get(name))
 
 
 def draw_state_dict_diff(module, state_dict: Mapping, *, depth: int | None = None, collapse: Iterable[str] = (),
@@ -100,5 +94,8 @@ def draw_state_dict_diff(module, state_dict: Mapping, *, depth: int | None = Non
 def _summary(report: LoadReport) -> str:
     if report.compatible:
         return f"load_state_dict would load all {len(report.loaded_keys)} entries"
-    return (f"load_state_dict(strict=True) would fail: {len(report.missing_keys)} missing, "
-            f"{len(report.unexpected_keys)} unexpected, {len(report.size_mismatches)} size mismatch(es)")
+    counts = [f"{len(report.missing_keys)} missing", f"{len(report.unexpected_keys)} unexpected",
+              f"{len(report.size_mismatches)} size mismatch(es)"]
+    if report.not_arrays:
+        counts.append(f"{len(report.not_arrays)} not an array")
+    return "load_state_dict(strict=True) would fail: " + ", ".join(counts)
