@@ -12,7 +12,8 @@ that follow the anatomy of a chapter (an existing ``slideshow`` metadata always 
   without output (imports, plumbing that plugs an exercise in), and the "Check your work" section.
 
 Drawings are rendered with a larger font for the projector (``$MODULECRAFT_VIZ_FONTSIZE`` in the kernel).
-Steppers show their static sequence of steps in the deck, since no kernel answers the buttons of a slide.
+Steppers show their static sequence of steps in the deck and in the saved notebook, since no kernel answers the
+buttons there.
 Everything is written under the output folder; nothing else is touched.
 """
 from __future__ import annotations
@@ -98,26 +99,33 @@ def assign_slides(notebook):
         if slideshow["slide_type"] != "skip":
             kept.append(cell)
     deck.cells = kept
-    _outputs_for_slides(deck)
+    _inline_svgs(deck)
     return deck
 
 
-def _outputs_for_slides(deck) -> None:
-    """Show every SVG inline and every stepper as its static sequence.
-
-    nbconvert turns an ``image/svg+xml`` output into an escaped or base64 ``<img>``; as HTML it stays a real
-    ``<svg>``, scaled with the slide. A widget view that has an HTML fallback is dropped: no kernel answers
-    the buttons of a slide.
-    """
-    for cell in deck.cells:
+def _outputs(notebook):
+    for cell in notebook.cells:
         for output in cell.get("outputs", []):
-            data = output.get("data", {})
-            if "image/svg+xml" in data and "text/html" not in data:
-                svg = data["image/svg+xml"]
-                data["text/html"] = svg[svg.find("<svg"):]
-            if WIDGET_VIEW in data and "text/html" in data:
-                del data[WIDGET_VIEW]
-    deck.metadata.pop("widgets", None)
+            if "data" in output:
+                yield output["data"]
+
+
+def _inline_svgs(deck) -> None:
+    """nbconvert turns an ``image/svg+xml`` output into an escaped or base64 ``<img>``; as HTML it stays a real
+    ``<svg>`` in the slide."""
+    for data in _outputs(deck):
+        if "image/svg+xml" in data and "text/html" not in data:
+            svg = data["image/svg+xml"]
+            data["text/html"] = svg[svg.find("<svg"):]
+
+
+def _static_steppers(notebook) -> None:
+    """Saved widgets have no kernel behind their buttons: keep a stepper's static sequence instead (Run All in
+    JupyterLab brings the buttons back)."""
+    for data in _outputs(notebook):
+        if WIDGET_VIEW in data and "text/html" in data:
+            del data[WIDGET_VIEW]
+    notebook.metadata.pop("widgets", None)
 
 
 # -- building --------------------------------------------------------------------------------------------------
@@ -192,6 +200,7 @@ def build_chapter(chapter: str, out: Path, source: Path, font_size: float, revea
             break
         except (RuntimeError, DeadKernelError, TimeoutError) as failure:  # the kernel did not start, or died
             error = f"the kernel failed {attempt} time(s): {failure}"
+    _static_steppers(notebook)
     nbformat.write(notebook, executed)
     if error:
         slides.unlink(missing_ok=True)  # a deck from an earlier build would no longer match
