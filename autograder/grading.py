@@ -14,6 +14,7 @@ import hashlib
 import json
 import multiprocessing
 import os
+import re
 import shutil
 import sys
 import time
@@ -184,15 +185,23 @@ def grade_submission(root: str, course_id: str, student: str, chapter: str) -> O
 def execution_failures(result: dict, root: Path, student: str, chapter: str) -> list[str]:
     """What went wrong running the notebook that load could explain (kernel died, cell timed out)."""
     if not result["success"]:
-        log = result.get("log", "") + result.get("error", "")
-        if "DeadKernelError" in log or "Kernel died" in log:
-            return ["the kernel died while running the notebook (os._exit, a crash, or a resource limit)"]
-        return ["nbgrader could not autograde it: " + log.strip().splitlines()[-1] if log.strip() else "unknown error"]
+        return [_why_nbgrader_failed(result.get("log", "") + result.get("error", ""))]
     graded = root / "autograded" / student / chapter / f"{chapter}.ipynb"
     timed_out = integrity.timed_out_cells(graded)
     if timed_out:
-        return [f"cell(s) {', '.join(timed_out)} hit the {course_config.CELL_TIMEOUT} s time limit"]
+        return [f"cell(s) {', '.join(timed_out)} hit the {course_config.CELL_TIMEOUT} s time limit per cell"]
     return []
+
+
+def _why_nbgrader_failed(log: str) -> str:
+    if "DeadKernelError" in log or "Kernel died" in log:
+        return "the kernel died while running the notebook (os._exit, a crash, or a resource limit)"
+    if "Timeout waiting for IOPub output" in log or "UnresponsiveKernelError" in log:
+        return (f"a cell kept running after the {course_config.CELL_TIMEOUT} s time limit per cell and ignored "
+                "the interrupt (e.g. a loop that ignores SIGINT), so the notebook could not finish")
+    errors = [line.strip() for line in log.splitlines()
+              if re.match(r"\s*[\w.]+(Error|Exception): ", line) and "NbGraderException" not in line]
+    return "nbgrader could not autograde it: " + (errors[0] if errors else "see `nbgrader autograde` for details")
 
 
 def _grades(gb: Gradebook, chapter: str, student: str):

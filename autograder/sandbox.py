@@ -121,6 +121,7 @@ class Sandbox:
             for path in [self.workdir, *self.workdir.rglob("*")]:
                 os.chown(path, self.user.pw_uid, self.user.pw_gid)
         self.watchdog: threading.Timer | None = None
+        self.closed = False
 
     def _claim_slot(self) -> pwd.struct_passwd:
         for slot in range(MAX_SLOTS):
@@ -183,6 +184,8 @@ class Sandbox:
     def start_watchdog(self, pid: int) -> None:
         """Kill the kernel's process group once the notebook time limit has passed."""
         def expire():
+            if self.closed:
+                return
             events.append(f"the notebook ran over its {course_config.NOTEBOOK_TIMEOUT} s time limit")
             try:
                 os.killpg(pid, signal.SIGKILL)
@@ -193,6 +196,7 @@ class Sandbox:
         self.watchdog.start()
 
     def close(self) -> None:
+        self.closed = True
         if self.watchdog:
             self.watchdog.cancel()
         shutil.rmtree(self.workdir, ignore_errors=True)

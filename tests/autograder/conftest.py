@@ -11,15 +11,27 @@ CELL_TIMEOUT = 10  # enough for a toy cell on a loaded machine, short enough for
 NOTEBOOK_TIMEOUT = 45
 
 
-@pytest.fixture
-def short_limits(monkeypatch):
+@pytest.fixture(scope="module")
+def short_limits():
     """Time limits read at grading time (the worker processes fork from this one and inherit them)."""
-    monkeypatch.setattr(config, "CELL_TIMEOUT", CELL_TIMEOUT)
-    monkeypatch.setattr(config, "NOTEBOOK_TIMEOUT", NOTEBOOK_TIMEOUT)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(config, "CELL_TIMEOUT", CELL_TIMEOUT)
+        patch.setattr(config, "NOTEBOOK_TIMEOUT", NOTEBOOK_TIMEOUT)
+        yield
+
+
+def released_toy_course(root) -> Course:
+    course = Course(root, source=TOY_CHAPTERS)
+    course.release()
+    return course
+
+
+@pytest.fixture(scope="session")
+def make_toy_course():
+    """For fixtures wider than one test: `make_toy_course(root)` releases the toy chapters there."""
+    return released_toy_course
 
 
 @pytest.fixture
 def toy_course(tmp_path, short_limits) -> Course:
-    course = Course(tmp_path / "grading", source=TOY_CHAPTERS)
-    course.release()
-    return course
+    return released_toy_course(tmp_path / "grading")

@@ -1,0 +1,183 @@
+"""Bad submissions, graded together with a good one in one class run: each is graded correctly (zero where
+deserved) and reported clearly, the good student is unaffected, and the gradebook stays intact."""
+import copy
+import sqlite3
+import subprocess
+
+import nbformat
+import pytest
+
+from autograder import synthetic
+from autograder.config import COURSE_SOURCE
+
+pytestmark = pytest.mark.slow
+
+GOOD_ADD = "def add(a, b):\n    return np.asarray(a) + np.asarray(b)"
+WRONG_ADD = "def add(a, b):\n    return 0"
+
+
+def cells(**sources):
+    """A solved notebook with some cells replaced."""
+    return lambda course: synthetic.with_cells(synthetic.solved(course, "90_toy"), sources)
+
+
+def edited(change):
+    """A solved notebook whose cell list is changed by `change(cells)`."""
+    def build(course):
+        notebook = synthetic.solved(course, "90_toy")
+        change(notebook.cells)
+        return notebook
+    return build
+
+
+def index(notebook_cells, grade_id):
+    return next(i for i, c in enumerate(notebook_cells) if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+
+
+def duplicate(notebook_cells):
+    i = index(notebook_cells, "test_scale")
+    copied = copy.deepcopy(notebook_cells[i])
+    copied.id = "copy-of-test-scale"
+    notebook_cells.insert(i, copied)
+
+
+def to_markdown(notebook_cells):
+    i = index(notebook_cells, "scale")
+    old = notebook_cells[i]
+    notebook_cells[i] = nbformat.v4.new_markdown_cell(old.source, metadata=old.metadata)
+
+
+def read_and_write_outside(course):
+    """Tries to read the hidden tests and the gradebook, and to write to the gradebook and the repository."""
+    code = f"""
+import pathlib
+for target in [{str(COURSE_SOURCE)!r}, {str(course.root / 'source' / '90_toy' / '90_toy.ipynb')!r},
+               {str(course.root / 'gradebook.db')!r}, {str(course.root / 'submitted')!r}]:
+    try:
+        path = pathlib.Path(target)
+        found = sorted(p.name for p in path.iterdir()) if path.is_dir() else path.read_bytes()[:20]
+        print("LEAKED", target, found)
+    except OSError as error:
+        print("blocked", type(error).__name__)
+for target in [{str(course.root / 'gradebook.db')!r}, {str(course.source.parent / 'planted.txt')!r}, "/root/planted.txt"]:
+    try:
+        with open(target, "a") as f:
+            f.write("garbage")
+        print("WROTE", target)
+    except OSError as error:
+        print("blocked", type(error).__name__)
+{GOOD_ADD}
+"""
+    return cells(add=code)(course)
+
+
+IGNORES_SIGINT = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass"
+MEMORY_BOMB = "hog = []\nwhile True:\n    hog.append(bytearray(50 * 2**20))"
+FORK_LOOP = "import subprocess\nchildren = [subprocess.Popen(['sleep', '120']) for _ in range(200)]"  # bounded
+HUGE_OUTPUT = "for _ in range(100_000):\n    print('spam ' * 40)\n" + GOOD_ADD
+ALWAYS_EQUAL = "class Always:\n    def __eq__(self, other):\n        return True\n\ndef add(a, b):\n    return Always()"
+
+# name: (how the notebook is made, expected total score, status, phrase the report must contain)
+SUBMISSIONS = {
+    "good": (cells(), 5, "graded", None),
+    "infinite-loop": (cells(add="while True:\n    pass"), 3, "graded", "time limit"),
+    "ignores-sigint": (cells(add=IGNORES_SIGINT), 0, "needs review", "ignored the interrupt"),
+    "os-exit": (cells(add="import os\nos._exit(1)"), 0, "needs review", "kernel died"),
+    "memory-bomb": (cells(add=MEMORY_BOMB), 3, "graded", None),
+    "fork-loop": (cells(add=FORK_LOOP), 3, "graded", None),
+    "huge-output": (cells(add=HUGE_OUTPUT), 5, "graded", None),
+    "invalid-json": (None, 0, "needs review", "not a valid notebook"),
+    "other-chapter": (lambda course: synthetic.solved(course, "91_other"), 0, "needs review",
+                      "not a notebook of chapter 90_toy (it looks like chapter 91_other)"),
+    "deleted-test": (edited(lambda c: c.pop(index(c, "test_add"))), 0, "needs review",
+                     "test cell 'test_add' was deleted"),
+    "duplicated-test": (edited(duplicate), 0, "needs review", "test cell 'test_scale' appears 2 times"),
+    "reordered-test": (edited(lambda c: c.insert(index(c, "add"), c.pop(index(c, "test_add")))), 0,
+                       "needs review", "reordered"),
+    "edited-test": (edited(lambda c: c[index(c, "test_add")].__setitem__("source", "pass")), 0, "needs review",
+                    "test cell 'test_add' was edited"),
+    "solution-as-markdown": (edited(to_markdown), 0, "needs review", "solution cell 'scale' was turned into a markdown"),
+    "patches-numpy": (cells(add="np.allclose = lambda *args, **kwargs: True\n" + WRONG_ADD), 0, "needs review",
+                      "numpy.allclose was replaced"),
+    "patches-builtins": (cells(add="import builtins\nbuiltins.abs = lambda x: 0\n" + GOOD_ADD), 0,
+                         "needs review", "builtins.abs was replaced"),
+    "patches-assertion-error": (cells(add="import builtins\nclass Lenient(Exception):\n    pass\n"
+                                          "builtins.AssertionError = Lenient\n" + WRONG_ADD), 0, "needs review",
+                                "builtins.AssertionError was replaced"),
+    "swallows-assertions": (cells(add="get_ipython().set_custom_exc((AssertionError,), lambda *a, **k: None)\n"
+                                      + WRONG_ADD), 0, "needs review", "custom exception handlers"),
+    "patches-checks": (cells(add="import modulecraft.checks\nmodulecraft.checks.expect = lambda *a, **k: None\n"
+                                 + GOOD_ADD), 0, "needs review", "modulecraft.checks.expect was replaced"),
+    "always-equal": (cells(add=ALWAYS_EQUAL), 0, "needs review", "class 'Always' compares equal to anything"),
+    "sets-trace": (cells(add="import sys\nsys.settrace(lambda *args: None)\n" + GOOD_ADD), 0, "needs review",
+                   "sys.settrace"),
+    # This one rewrites the guard's own cells too, so what shows is the guard falling silent.
+    "rewrites-cells": (cells(add="get_ipython().input_transformers_post.append(lambda lines: ['pass\\n'])\n"
+                                 + WRONG_ADD), 0, "needs review", "the tamper guard could not report"),
+    "reads-and-writes-outside": (read_and_write_outside, 5, "graded", None),
+}
+
+
+@pytest.fixture(scope="module")
+def graded_class(tmp_path_factory, short_limits, make_toy_course):
+    tmp_path = tmp_path_factory.mktemp("hostile")
+    toy_course = make_toy_course(tmp_path / "grading")
+    for student, (build, *_) in SUBMISSIONS.items():
+        path = tmp_path / f"{student}.ipynb"
+        if build is None:
+            path.write_text('{"cells": [{"cell_type": "code", "source": "def add(a, b):')  # cut off mid-file
+        else:
+            synthetic.write(build(toy_course), path)
+        toy_course.submit(student, "90_toy", path)
+    gradebook_before = (toy_course.root / "gradebook.db").stat().st_ino
+    report = toy_course.grade()
+    return toy_course, report, gradebook_before
+
+
+def test_each_bad_submission_is_graded_and_reported(graded_class):
+    course, report, _ = graded_class
+    for student, (_, score, status, phrase) in SUBMISSIONS.items():
+        outcome = report.outcome(student, "90_toy")
+        said = "; ".join(outcome.needs_review + outcome.notes)
+        assert (outcome.score, outcome.status) == (score, status), f"{student}: {outcome}"
+        if phrase:
+            assert phrase in said, f"{student}: expected {phrase!r} in {said!r}"
+        elif student != "infinite-loop":
+            assert not outcome.needs_review, f"{student}: {said}"
+    assert report.outcome("infinite-loop", "90_toy").attempts == 2  # a timeout is retried once
+
+
+def test_the_gradebook_and_the_other_students_are_intact(graded_class):
+    course, report, inode_before = graded_class
+    database = course.root / "gradebook.db"
+    assert database.stat().st_ino == inode_before
+    with sqlite3.connect(database) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        rows = db.execute("SELECT student.id, COUNT(*) FROM submitted_assignment JOIN student "
+                          "ON student.id = submitted_assignment.student_id GROUP BY student.id").fetchall()
+    assert dict(rows) == {student: 1 for student in SUBMISSIONS}
+    assert course.scores("good", "90_toy") == {"test_add": (2.0, 2.0), "test_scale": (3.0, 3.0)}
+    assert not (course.source.parent / "planted.txt").exists()
+
+
+def test_student_code_never_reads_or_writes_outside_its_copy(graded_class):
+    course, *_ = graded_class
+    graded = nbformat.read(course.root / "autograded" / "reads-and-writes-outside" / "90_toy" / "90_toy.ipynb", 4)
+    printed = "".join(o.get("text", "") for c in graded.cells for o in c.get("outputs", []))
+    assert printed.count("blocked") == 7, printed
+    assert "LEAKED" not in printed and "WROTE" not in printed
+
+
+def test_student_code_runs_unprivileged_and_leaves_no_process_behind(graded_class):
+    course, *_ = graded_class
+    leftover = subprocess.run(["pgrep", "-f", "^sleep 120$"], capture_output=True, text=True).stdout.split()
+    assert leftover == []
+    graded = nbformat.read(course.root / "autograded" / "fork-loop" / "90_toy" / "90_toy.ipynb", 4)
+    fork_cell = graded.cells[index(graded.cells, "add")]
+    assert fork_cell.outputs[-1].ename in ("BlockingIOError", "OSError", "PermissionError")
+
+
+def test_huge_output_is_cut_down(graded_class):
+    course, *_ = graded_class
+    graded = (course.root / "autograded" / "huge-output" / "90_toy" / "90_toy.ipynb")
+    assert graded.stat().st_size < 2 * 2**20
