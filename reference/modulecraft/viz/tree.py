@@ -281,44 +281,41 @@ class TreeDrawer:
         return chips
 
     def _state_rows(self, node: TreeNode, size: float) -> list[str]:
+        """A row per own parameter and buffer (name | shape | dtype | kind), then rows for marks with no entry."""
         marks = dict(self.row_marks.get(node.qualname, {}))
         rows = []
         for index, (name, parameter) in enumerate(introspect.own_parameters(node.module)):
             owner = self.tree.owner_of(parameter)
             if owner != ParameterRef(node.qualname, name):  # registered first elsewhere (or under another name)
-                description = [style.cell(style.font(style.text(f"shared with {owner.path}"), italic=True),
-                                          colspan=COLUMNS - 1, align="left")]
+                cells = [(style.font(style.text(f"shared with {owner.path}"), italic=True),
+                          {"colspan": COLUMNS - 1, "align": "left"})]
             else:
-                description = [
-                    style.cell(style.text(style.format_shape(introspect.shape_of(parameter))),
-                               align="left"),
-                    style.cell(style.text(introspect.dtype_name(parameter))),
-                    style.cell("grad" if introspect.requires_grad(parameter) else "no grad"),
-                ]
-                if introspect.is_lazy(parameter):
-                    description[0] = style.cell(style.chip("uninitialised", style.COLOURS["lazy"], size),
-                                                align="left")
-            rows += self._state_row(name, f"p{index}", description, style.COLOURS["parameter"], marks.pop(name, None),
-                                    size)
+                cells = self._array_cells(parameter, "grad" if introspect.requires_grad(parameter) else "no grad", size)
+            rows += self._state_row(style.text(name), f"p{index}", cells, style.COLOURS["parameter"],
+                                    marks.pop(name, None), size)
         for name, buffer, persistent in introspect.own_buffers(node.module):
-            description = [
-                style.cell(style.text(style.format_shape(introspect.shape_of(buffer))), align="left"),
-                style.cell(style.text(introspect.dtype_name(buffer))),
-                style.cell("buffer" if persistent else "○ non-persistent"),
-            ]
-            rows += self._state_row(style.font(style.text(name), italic=True), None, description,
-                                    style.COLOURS["buffer"], marks.pop(name, None), size, escaped=True)
-        for name, mark in marks.items():  # entries with no home in the module: unexpected keys
-            rows += self._state_row(name, None, [style.cell("", colspan=COLUMNS - 1)], style.COLOURS["parameter"],
-                                    mark, size)
+            cells = self._array_cells(buffer, "buffer" if persistent else "○ non-persistent", size)
+            rows += self._state_row(style.font(style.text(name), italic=True), None, cells, style.COLOURS["buffer"],
+                                    marks.pop(name, None), size)
+        for name, mark in marks.items():  # marked entries the module does not have (unexpected keys)
+            rows += self._state_row(style.text(name), None, [("", {"colspan": COLUMNS - 1})],
+                                    style.COLOURS["parameter"], mark, size)
         return rows
 
-    def _state_row(self, name: str, port: str | None, description: list[str], background: str,
-                   mark: RowMark | None, size: float, escaped: bool = False) -> list[str]:
-        """One parameter/buffer row, coloured by its load status when marked, with the status note under it."""
+    @staticmethod
+    def _array_cells(array, kind: str, size: float) -> list[tuple[str, dict]]:
+        """``shape | dtype | kind`` cells as ``(content, attributes)``; a lazy array has no shape yet."""
+        shape = (style.chip("uninitialised", style.COLOURS["lazy"], size) if introspect.is_lazy(array)
+                 else style.text(style.format_shape(introspect.shape_of(array))))
+        return [(shape, {"align": "left"}), (style.text(introspect.dtype_name(array)), {}), (kind, {})]
+
+    @staticmethod
+    def _state_row(label: str, port: str | None, cells: list[tuple[str, dict]], background: str,
+                   mark: RowMark | None, size: float) -> list[str]:
+        """One entry's row, coloured by its status when marked, with the mark's note in a row under it."""
         colour = style.COLOURS[mark.status] if mark else background
-        cells = [style.cell(name if escaped else style.text(name), align="left", port=port), *description]
-        row = "".join(cell.replace("<TD", f'<TD BGCOLOR="{colour}"', 1) for cell in cells)
+        row = "".join(style.cell(content, bgcolor=colour, **attributes)
+                      for content, attributes in [(label, {"align": "left", "port": port}), *cells])
         if mark is None or not mark.note:
             return [row]
         note = style.cell(style.font(style.text(mark.note), size=size), colspan=COLUMNS, align="left", bgcolor=colour)
