@@ -431,15 +431,10 @@ class LoadStepper(Stepper):
         return TreeDrawer(ModuleTree(self.module), options, self._row_marks(position)).draw()
 
     def _row_marks(self, position: int) -> dict[str, dict[str, RowMark]]:
-        """``{node: {entry: mark}}``; the current entry also carries its reason. A key met on a second path to a
-        shared module is named in full, since the module is drawn at its first name."""
-        marks: dict[str, dict[str, RowMark]] = {}
-        for index, step in enumerate(self.steps[:position + 1]):
-            at_its_node = step.module == step.node
-            entry = step.key.removeprefix(f"{step.module}.") if at_its_node and step.module else step.key
-            note = step.reason if index == position else ""
-            marks.setdefault(step.node, {})[entry] = RowMark(ROW_STATUS[step.outcome], note)
-        return marks
+        """Each entry handled so far marked with its outcome; the current one also with its reason."""
+        from .diff import row_marks  # imported here: diff builds on this module's steps
+
+        return row_marks(self.steps[:position + 1], lambda index, step: step.reason if index == position else "")
 
     def panel(self, position: int) -> str:
         rows = []
