@@ -29,6 +29,11 @@ def svg_id(qualname: str) -> str:
     return "mc-" + node_name(qualname)
 
 
+def wide(content: str) -> str:
+    """A cell spanning the whole node table."""
+    return style.cell(content, colspan=COLUMNS, align="left")
+
+
 @dataclass(frozen=True)
 class RowMark:
     """A status drawn on one state entry of a module (used by the state_dict diff): colour key and note."""
@@ -222,47 +227,46 @@ class TreeDrawer:
                    **{"class": " ".join(classes)}, **attributes)
 
     def _label(self, shown: Shown) -> str:
-        node, size = shown.node, self.options.font_size
-        small = size * 0.85
-        title = style.font(style.text(node.qualname or "(root)"), bold=True) + "  " + style.text(
-            type(node.module).__name__)
-        heading = style.cell(title, align="left")
-        if self.options.order == "dfs":
-            digits = str(node.order)
-            badge = style.cell(style.font(digits, colour="white", bold=True), bgcolor=style.COLOURS["order"],
-                               fixedsize="true", width=f"{8 + size * 0.7 * len(digits):.0f}",
-                               height=f"{6 + size * 1.2:.0f}")  # fixed: graphviz would stretch it to the row
-            heading = badge + heading
-        rows = [style.cell(style.table([heading], align="left"), colspan=COLUMNS, align="left")]
+        """The node's HTML table: heading, marks, extra_repr, state rows, then what it folds or hides and totals."""
+        node, small = shown.node, self.options.font_size * 0.85
+        rows = [wide(style.table([self._heading(node)], align="left"))]
         chips = self._chips(shown, small)
         if chips:
-            rows.append(style.cell("  ".join(chips), colspan=COLUMNS, align="left"))
-        if self.options.extra_repr:
-            described = introspect.extra_repr(node.module)
-            if described:
-                shortened = described if len(described) <= 60 else described[:57] + "..."
-                rows.append(style.cell(style.font(style.text(shortened), colour=style.COLOURS["muted"], size=small),
-                                       colspan=COLUMNS, align="left"))
+            rows.append(wide("  ".join(chips)))
+        described = introspect.extra_repr(node.module) if self.options.extra_repr else ""
+        if described:
+            shortened = described if len(described) <= 60 else described[:57] + "..."
+            rows.append(wide(style.font(style.text(shortened), colour=style.COLOURS["muted"], size=small)))
         if self.options.show_state:
             rows.extend(self._state_rows(node, small))
         if shown.folded:
-            first, last = shown.folded[0].qualname, shown.folded[-1].qualname
-            rows.append(style.cell(style.font(style.text(f"{first} … {last} are identical"), size=small,
-                                              colour=style.COLOURS["muted"]), colspan=COLUMNS, align="left"))
-        if shown.hidden:
-            hidden_total = self.tree.parameter_total(node)[0] - sum(
-                map(introspect.numel, (p for _, p in introspect.own_parameters(node.module))))
-            rows.append(style.cell(style.font(
-                style.text(f"▸ collapsed: {len(shown.hidden)} modules, {style.format_count(hidden_total)} "
-                           "parameters hidden"), size=small, colour=style.COLOURS["collapsed"], bold=True),
-                colspan=COLUMNS, align="left"))
+            identical = f"{shown.folded[0].qualname} … {shown.folded[-1].qualname} are identical"
+            rows.append(wide(style.font(style.text(identical), size=small, colour=style.COLOURS["muted"])))
         total, lazy = self.tree.parameter_total(node)
+        if shown.hidden:
+            own = sum(introspect.numel(p) for _, p in introspect.own_parameters(node.module))
+            hidden = f"▸ collapsed: {len(shown.hidden)} modules, {style.format_count(total - own)} parameters hidden"
+            rows.append(wide(style.font(style.text(hidden), size=small, colour=style.COLOURS["collapsed"], bold=True)))
         if total or lazy:
             summary = f"Σ {style.format_count(total)} parameters" + (" + lazy" if lazy else "")
             if shown.folded:
                 summary += f" each, × {len(shown.folded)}"
-            rows.append(style.cell(style.font(style.text(summary), size=small), colspan=COLUMNS, align="left"))
+            rows.append(wide(style.font(style.text(summary), size=small)))
         return style.html_label(style.table(rows))
+
+    def _heading(self, node: TreeNode) -> str:
+        """``[DFS number] qualified name  Class`` as the cells of one row."""
+        size = self.options.font_size
+        title = style.font(style.text(node.qualname or "(root)"), bold=True) + "  " + style.text(
+            type(node.module).__name__)
+        heading = style.cell(title, align="left")
+        if self.options.order != "dfs":
+            return heading
+        digits = str(node.order)
+        badge = style.cell(style.font(digits, colour="white", bold=True), bgcolor=style.COLOURS["order"],
+                           fixedsize="true", width=f"{8 + size * 0.7 * len(digits):.0f}",
+                           height=f"{6 + size * 1.2:.0f}")  # fixed: graphviz would stretch it to the row
+        return badge + heading
 
     def _chips(self, shown: Shown, size: float) -> list[str]:
         module = shown.node.module
@@ -318,7 +322,8 @@ class TreeDrawer:
                       for content, attributes in [(label, {"align": "left", "port": port}), *cells])
         if mark is None or not mark.note:
             return [row]
-        note = style.cell(style.font(style.text(mark.note), size=size), colspan=COLUMNS, align="left", bgcolor=colour)
+        note = style.cell(style.font(style.text(mark.note), size=size), colspan=COLUMNS, align="left",
+                          bgcolor=colour)
         return [row, note]
 
     def _draw_edges(self, graph: Drawing) -> None:
