@@ -20,6 +20,7 @@ COLOURS = {
     "border": "#4a6fa5",
     "highlight": "#e8590c",
     "order": "#1c3d6e",
+    "order_number": "#e8590c",
     "parameter": "#ffffff",
     "buffer": "#fdf3dc",
     "muted": "#666666",

@@ -229,7 +229,7 @@ class TreeDrawer:
     def _label(self, shown: Shown) -> str:
         """The node's HTML table: heading, marks, extra_repr, state rows, then what it folds or hides and totals."""
         node, small = shown.node, self.options.font_size * 0.85
-        rows = [wide(style.table([self._heading(node)], align="left"))]
+        rows = [wide(self._heading(node))]
         chips = self._chips(shown, small)
         if chips:
             rows.append(wide("  ".join(chips)))
@@ -255,18 +255,14 @@ class TreeDrawer:
         return style.html_label(style.table(rows))
 
     def _heading(self, node: TreeNode) -> str:
-        """``[DFS number] qualified name  Class`` as the cells of one row."""
-        size = self.options.font_size
+        """``[DFS number]  qualified name  Class``."""
         title = style.font(style.text(node.qualname or "(root)"), bold=True) + "  " + style.text(
             type(node.module).__name__)
-        heading = style.cell(title, align="left")
-        if self.options.order != "dfs":
-            return heading
-        digits = str(node.order)
-        badge = style.cell(style.font(digits, colour="white", bold=True), bgcolor=style.COLOURS["order"],
-                           fixedsize="true", width=f"{8 + size * 0.7 * len(digits):.0f}",
-                           height=f"{6 + size * 1.2:.0f}")  # fixed: graphviz would stretch it to the row
-        return badge + heading
+        if self.options.order == "dfs":
+            number = style.font(str(node.order), colour=style.COLOURS["order_number"], bold=True,
+                                size=self.options.font_size * 1.25)
+            title = f"{number}  {title}"
+        return title
 
     def _chips(self, shown: Shown, size: float) -> list[str]:
         module = shown.node.module
