@@ -30,7 +30,7 @@ from nbgrader import utils as nbgrader_utils
 from autograder.config import COURSE_SOURCE, GRADING_ENV_VAR, REPO_ROOT
 
 DEFAULT_WORKSPACE = REPO_ROOT / "workspace"
-DEFAULT_COURSE_ROOT = REPO_ROOT / ".grading"
+DEFAULT_COURSE_ROOT = Path(os.environ.get("MODULECRAFT_GRADING_ROOT", REPO_ROOT / ".grading"))  # as autograder.cli
 STATE_DIR = ".modulecraft"  # hidden in JupyterLab's file browser
 INDEX = "index.ipynb"
 _UMASK = os.umask(0o022)

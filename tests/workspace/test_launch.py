@@ -51,6 +51,20 @@ def test_launch_prepares_then_runs_jupyterlab_on_the_workspace_with_the_learners
     assert os.getcwd() == str(workspace), "nbgrader's server extensions read their config from the working directory"
 
 
+def test_launch_instructor_opens_a_grading_folder_with_its_nbgrader_config(tmp_path, exec_calls, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    root = tmp_path / "grading"
+
+    with pytest.raises(Launched):
+        main(["launch", "--instructor", "--course-root", str(root), "--no-browser"])
+
+    (argv, env), = exec_calls
+    assert f"--ServerApp.root_dir={root}" in argv and "--LabApp.default_url=/lab" in argv
+    assert (root / "nbgrader_config.py").is_file() and (root / "source").is_symlink()
+    assert env["JUPYTER_CONFIG_DIR"].startswith(str(root / ".modulecraft"))
+    assert os.getcwd() == str(root), "the formgrader reads nbgrader_config.py from the working directory"
+
+
 @pytest.mark.parametrize("role, server_on, lab_off", [
     ("learner", {"validate_assignment"}, {"menu", "formgrader", "create-assignment", "assignment-list", "course-list"}),
     ("instructor", {"validate_assignment", "formgrader"}, {"assignment-list", "course-list"}),
