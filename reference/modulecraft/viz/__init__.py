@@ -1,4 +1,20 @@
-"""Drawings of the module mechanisms: trees, DFS order, hooks, state_dict diffs (torch.nn modules work too)."""
+"""Drawings of the module mechanisms: trees, DFS order, hooks, state_dict diffs (torch.nn modules work too).
+
+Everything reads modules by duck typing (``_parameters``, ``_buffers``, ``_modules``, the hook dicts), so the same
+calls draw a ``modulecraft.nn`` model and a real ``torch.nn`` one; nothing here imports torch.
+
+- ``draw_tree(module, depth=, collapse=, fold_repeats=, order="dfs", extra_repr=, highlight=, direction=,
+  font_size=)``: the registration tree, one node per distinct module, shared modules and parameters drawn once
+  with dashed second paths. Returns a ``graphviz.Digraph`` that JupyterLab shows as an inline ``<svg>``.
+- ``draw_state_dict_diff(module, state_dict)``: the tree with each entry coloured by what ``load_state_dict``
+  would do (loads, missing, size mismatch, unexpected); ``check_state_dict`` gives the same verdict as data.
+- ``trace_calls(module, *inputs)``: hooks and forwards of one call, in firing order; ``.draw()`` is a
+  matplotlib timeline with one lane per module.
+- ``DfsStepper``, ``CallStepper``, ``LoadStepper``: the same mechanisms one step at a time (Next / Back / Reset).
+
+Graphviz's ``dot`` must be installed (``DotNotFoundError`` says how); ``MODULECRAFT_VIZ_FONTSIZE`` enlarges every
+drawing for a projector.
+"""
 
 from .diff import LoadReport, check_state_dict, draw_state_dict_diff
 from .render import DotNotFoundError, Drawing

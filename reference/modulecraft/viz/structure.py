@@ -24,11 +24,6 @@ class TreeNode:
     parent: TreeNode | None = None
     children: list[TreeNode] = field(default_factory=list)
 
-    @property
-    def attr(self) -> str:
-        """The attribute name under the parent ('' for the root)."""
-        return self.qualname.rsplit(".", 1)[-1]
-
 
 @dataclass(frozen=True)
 class SharedModule:
