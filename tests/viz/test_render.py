@@ -18,7 +18,7 @@ def test_displays_as_inline_svg_html(fw):
     assert set(bundle) == {"text/html", "text/plain"}  # JupyterLab would turn image/svg+xml into an <img>
     html = bundle["text/html"]
     assert html.startswith('<div class="modulecraft-viz"') and "<svg" in html and "<?xml" not in html
-    assert 'id="mc&#45;."' in html and 'font-family="DejaVu Sans"' in html
+    assert 'id="mc&#45;."' in html and 'font-family="DejaVu Sans,sans-serif"' in html
 
 
 def test_dot_and_the_browser_share_an_installed_font():

@@ -138,7 +138,7 @@ def test_highlight_lights_the_node_or_what_stands_for_it(fw):
 def test_layout_options_and_no_clipping(fw):
     model = models.mlp(fw)
     source = draw_tree(model, direction="LR", font_size=20, extra_repr=True).source
-    assert "rankdir=LR" in source and 'fontname="DejaVu Sans"' in source and "fontsize=20" in source
+    assert "rankdir=LR" in source and 'fontname="DejaVu Sans,sans-serif"' in source and "fontsize=20" in source
     assert not re.search(r"\bsize=", source)  # graphviz's size attribute clips drawings in JupyterLab
     assert "in_features=4, out_features=8, bias=True" in source
     assert draw_tree(model).source == draw_tree(models.mlp(fw)).source  # stable: nothing depends on id()

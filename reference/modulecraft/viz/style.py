@@ -1,8 +1,8 @@
 """Font, colours and small HTML-label helpers shared by every drawing.
 
 ``dot`` measures text with the fonts fontconfig finds and the browser draws it with its own, so both must use
-the same font or table cells get gaps: DejaVu Sans ships with Debian (``fonts-dejavu-core``), with conda-forge's
-graphviz, and is matplotlib's default.
+the same font or table cells get gaps: DejaVu Sans ships with Debian (``fonts-dejavu-core``) and most Linux
+desktops, and is matplotlib's default.
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 from html import escape
 
-FONT = "DejaVu Sans"
+# Where DejaVu Sans is missing (e.g. a conda env on macOS), both sides fall back to their generic sans-serif.
+FONT = "DejaVu Sans,sans-serif"
 FONT_SIZE = 11  # points
 FONT_SIZE_VARIABLE = "MODULECRAFT_VIZ_FONTSIZE"  # e.g. 20 for projector decks, without touching the notebooks
 
