@@ -168,3 +168,11 @@ def test_legend_is_a_separate_node(fw):
     assert len(legend) == 1 and "forward pre-hooks registered here" in legend[0].texts
     assert not [element for element in svg.parse(draw_tree(models.mlp(fw), legend=False).svg())
                 if "legend" in element.classes]
+
+
+def test_any_module_dict_key_is_a_node(fw):
+    keys = ["a-b", "node", "x:y", "50%", "edge"]  # punctuation, DOT keywords, graphviz's port separator
+    model = fw.nn.ModuleDict({key: fw.nn.ReLU() for key in keys})
+    rendered = draw_tree(model).svg()
+    assert sorted(svg.modules(rendered)) == sorted(["", *keys])
+    assert sorted(edge.id for edge in svg.edges(rendered, "tree")) == sorted(f"mc-tree-{key}" for key in keys)

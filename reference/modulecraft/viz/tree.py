@@ -20,13 +20,17 @@ COLUMNS = 4  # name | shape | dtype | requires_grad (or buffer kind)
 
 
 def node_name(qualname: str) -> str:
-    """The stable graphviz node name of the module at ``qualname`` ("." for the root)."""
-    return qualname or "."
+    """The stable graphviz node name of the module at ``qualname`` ("." for the root).
+
+    ``:`` is escaped (as ``%3A``) because graphviz's ``edge()`` reads ``a:b`` as port ``b`` of node ``a``;
+    a ModuleDict key may contain one.
+    """
+    return (qualname or ".").replace("%", "%25").replace(":", "%3A")
 
 
 def svg_id(qualname: str) -> str:
     """The ``id`` of the module's ``<g>`` element in the SVG (prefixed: JupyterLab's page has ids of its own)."""
-    return "mc-" + node_name(qualname)
+    return "mc-" + (qualname or ".")
 
 
 def wide(content: str) -> str:
