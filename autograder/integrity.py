@@ -73,7 +73,7 @@ def inspect_submission(submitted: Path, source: Path) -> list[str]:
     for cell in expected:
         grade_id, what = _grade_id(cell), _describe(cell)
         if counts[grade_id] == 0:
-            if not utils.is_solution(cell):
+            if _is_test(cell):  # a deleted solution or course cell can only cost its author points
                 problems.append(f"{what} {grade_id!r} was deleted")
             continue
         if counts[grade_id] > 1:

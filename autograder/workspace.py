@@ -33,8 +33,6 @@ DEFAULT_WORKSPACE = REPO_ROOT / "workspace"
 DEFAULT_COURSE_ROOT = Path(os.environ.get("MODULECRAFT_GRADING_ROOT", REPO_ROOT / ".grading"))  # as autograder.cli
 STATE_DIR = ".modulecraft"  # hidden in JupyterLab's file browser
 INDEX = "index.ipynb"
-_UMASK = os.umask(0o022)
-os.umask(_UMASK)
 IGNORED_NAMES = {".ipynb_checkpoints", "__pycache__", ".DS_Store"}
 
 # The nbgrader extensions that fit each role. The assignment and course lists need an nbgrader exchange, which
@@ -56,16 +54,19 @@ ALL_LAB_PLUGINS = {"validate-assignment", "menu", "formgrader", "create-assignme
 
 
 def fingerprint(path: Path) -> str:
-    """What the learner wrote in a file: for a notebook its cells' types and sources (running cells, which only
-    changes outputs and metadata, does not count as an edit), for any other file its bytes."""
-    if path.suffix == ".ipynb":
+    """What the learner wrote in a file (see `fingerprint_of`)."""
+    return fingerprint_of(path.name, path.read_bytes())
+
+
+def fingerprint_of(name: str, data: bytes) -> str:
+    """For a notebook, its cells' types and sources: running cells, which only changes outputs and metadata, is
+    not an edit. For any other file (or a notebook that no longer parses), its bytes."""
+    if name.endswith(".ipynb"):
         try:
-            cells = nbformat.read(path, as_version=4).cells
+            cells = nbformat.reads(data.decode(), as_version=4).cells
             data = json.dumps([[cell.cell_type, cell.source] for cell in cells]).encode()
-        except Exception:  # not a notebook any more: compare its bytes
-            data = path.read_bytes()
-    else:
-        data = path.read_bytes()
+        except Exception:
+            pass
     return hashlib.sha256(data).hexdigest()
 
 
@@ -108,10 +109,9 @@ class Manifest:
 def _write_atomically(target: Path, data: bytes) -> None:
     """Never leave half a file behind, even if interrupted."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=target.parent, prefix=f".{target.name}.", delete=False) as handle:
-        handle.write(data)
-    os.chmod(handle.name, 0o666 & ~_UMASK)  # temporary files are created private; these are ordinary files
-    os.replace(handle.name, target)
+    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
+    partial.write_bytes(data)
+    os.replace(partial, target)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -131,7 +131,7 @@ class Report:
         lines += [f"  added      {path}" for path in self.added]
         lines += [f"  refreshed  {path}" for path in self.refreshed]
         for theirs, offer in self.offered:
-            lines.append(f"  UPDATED    {theirs} changed in the course; your copy is untouched, the new version is {offer}")
+            lines.append(f"  UPDATED    {theirs}: the new version is {offer} (your copy is untouched)")
         if self.up_to_date:
             lines.append(f"  up to date: {', '.join(self.up_to_date)}")
         if self.offered:
@@ -179,7 +179,6 @@ def _release(chapters: list[str], source: Path, scratch: Path) -> dict[str, Path
     from autograder.course import Course  # nbgrader's apps are slow to import; only needed when something changed
 
     print(f"Generating the student version of {', '.join(chapters)} with nbgrader ...", flush=True)
-    os.environ["PATH"] = path_with_python_tools(os.environ.get("PATH", ""))
     return Course(scratch, source=source).release(chapters=chapters)
 
 
@@ -191,7 +190,7 @@ def _place(workspace: Path, relative: Path, data: bytes, manifest: Manifest, rep
     stays as it is and the new version is offered next to it.
     """
     target = workspace / relative
-    new = _fingerprint_bytes(relative, data)
+    new = fingerprint_of(relative.name, data)
     if not target.exists():
         _write(workspace, relative, data, manifest)
         report.added.append(str(relative))
@@ -229,13 +228,6 @@ def path_with_python_tools(path: str) -> str:
     and `make lab` uses `.venv/bin/python` without activating the venv."""
     scripts = str(Path(sys.executable).parent)
     return os.pathsep.join([scripts, *(p for p in path.split(os.pathsep) if p and p != scripts)])
-
-
-def _fingerprint_bytes(relative: Path, data: bytes) -> str:
-    with tempfile.TemporaryDirectory() as scratch:
-        path = Path(scratch) / relative.name
-        path.write_bytes(data)
-        return fingerprint(path)
 
 
 def _write(workspace: Path, relative: Path, data: bytes, manifest: Manifest) -> None:
@@ -280,7 +272,7 @@ def progress_table(workspace: Path, chapters: list[str]) -> str:
         try:
             notebook = nbformat.read(path, as_version=4)
         except Exception as error:
-            rows.append(f"| {number} | [{chapter}]({link}) | cannot be read ({type(error).__name__}); see `.updated` copies |")
+            rows.append(f"| {number} | [{chapter}]({link}) | cannot be read as a notebook ({type(error).__name__}) |")
             continue
         attempted, total = exercise_progress(notebook)
         status = ("reading only" if total == 0 else
@@ -370,7 +362,8 @@ def _write_json(path: Path, data: dict) -> None:
 def lab_command(root: Path, open_path: str, lab_args: list[str]) -> list[str]:
     """The JupyterLab command line for serving `root` and opening `open_path` (relative to it; "" for none)."""
     default_url = f"/lab/tree/{open_path}" if open_path else "/lab"
-    command = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={root}", f"--LabApp.default_url={default_url}"]
+    command = [sys.executable, "-m", "jupyterlab",
+               f"--ServerApp.root_dir={root}", f"--LabApp.default_url={default_url}"]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         command.append("--ServerApp.allow_root=True")
     return command + lab_args
