@@ -38,6 +38,7 @@ def test_expect_call_turns_an_exception_of_the_learners_code_into_feedback():
     message = feedback_of(lambda: checks.expect_call("f(3)", lambda: 1 / 0, 7, "see section 1.4"))
     assert "Expected: 7" in message and "Got:      ZeroDivisionError: division by zero" in message
     assert checks.expect_call("f(3)", lambda: 7, 7, "hint") is None  # a displayed number would be partial credit
+    assert "Expected: no exception" in feedback_of(lambda: checks.expect_call("setattr", lambda: {}["x"], None, "h"))
 
 
 def test_expect_raises_checks_the_type_and_the_phrase():

@@ -39,7 +39,8 @@ def expect_call(what: str, call: Callable[[], Any], expected: Any, hint: str) ->
     try:
         got = call()
     except Exception as error:
-        raise AssertionError(feedback(what, expected, f"{type(error).__name__}: {error}", hint)) from None
+        wanted = "no exception" if expected is None else expected
+        raise AssertionError(feedback(what, wanted, f"{type(error).__name__}: {error}", hint)) from None
     expect(what, got, expected, hint)
 
 
