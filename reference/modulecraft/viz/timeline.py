@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from . import introspect, style
+from .render import inline_svg
 from .structure import ModuleTree
 
 GLOBAL_PRE_HOOK = "global_pre_hook"
@@ -101,8 +102,7 @@ class Trace:
     def _repr_html_(self) -> str:
         buffer = io.StringIO()
         self.draw().savefig(buffer, format="svg")
-        svg = buffer.getvalue()
-        return f'<div class="modulecraft-timeline" style="overflow:auto">{svg[svg.index("<svg"):]}</div>'
+        return f'<div class="modulecraft-timeline" style="overflow:auto">{inline_svg(buffer.getvalue())}</div>'
 
 
 def trace_calls(module, *inputs, **kwargs) -> Trace:
