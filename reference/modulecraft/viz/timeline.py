@@ -125,10 +125,11 @@ def _instrumented(root, tree: ModuleTree, trace: Trace, name_of):
     undo = []
     try:
         for kind, hooks in introspect.global_hook_dicts(root).items():
-            undo += _wrap_hooks(hooks, lambda args, kind=kind: name_of(args[0]), HOOK_KINDS[kind, True], trace)
+            undo.append(_wrap_hooks(hooks, lambda args: name_of(args[0]), HOOK_KINDS[kind, True], trace))
         for qualname, node in tree.nodes.items():
             for kind, hooks in introspect.local_hook_dicts(node.module).items():
-                undo += _wrap_hooks(hooks, lambda args, qualname=qualname: qualname, HOOK_KINDS[kind, False], trace)
+                undo.append(_wrap_hooks(hooks, lambda args, qualname=qualname: qualname, HOOK_KINDS[kind, False],
+                                        trace))
             undo.append(_shadow_forward(node.module, qualname, trace))
         yield
     finally:
@@ -136,8 +137,9 @@ def _instrumented(root, tree: ModuleTree, trace: Trace, name_of):
             restore()
 
 
-def _wrap_hooks(hooks: dict, module_name, kind: str, trace: Trace) -> list:
-    """Replace each hook in ``hooks`` (same key, so with_kwargs/always_call flags still apply) by a recorder."""
+def _wrap_hooks(hooks: dict, module_name, kind: str, trace: Trace):
+    """Replace each hook in ``hooks`` (same key, so with_kwargs/always_call flags still apply) by a recorder;
+    return the function that puts the originals back."""
     originals = dict(hooks)
     for key, hook in originals.items():
         hooks[key] = _recorder(hook, module_name, kind, trace)
@@ -146,7 +148,7 @@ def _wrap_hooks(hooks: dict, module_name, kind: str, trace: Trace) -> list:
         for key, hook in originals.items():
             if key in hooks:
                 hooks[key] = hook
-    return [restore]
+    return restore
 
 
 def hook_label(hook) -> str:
