@@ -48,6 +48,8 @@ class RowMark:
 
 @dataclass(frozen=True)
 class TreeOptions:
+    """What ``draw_tree`` was asked for (see its docstring), checked once here for every drawing built on it."""
+
     depth: int | None = None
     collapse: frozenset[str] = frozenset()
     fold_repeats: bool = False
