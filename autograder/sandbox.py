@@ -15,6 +15,7 @@ A wall-clock watchdog kills a kernel that outlives the notebook time limit.
 from __future__ import annotations
 
 import fcntl
+import functools
 import os
 import pwd
 import shlex
@@ -60,11 +61,37 @@ def running_as_root() -> bool:
     return os.geteuid() == 0
 
 
+def kernel_needs() -> list[Path]:
+    """What a kernel must be able to read: the interpreter, the venv, the repository (editable installs) and
+    $PYTHONPATH. Its working folder is its user's own."""
+    extra = [Path(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and Path(p).exists()]
+    return [Path(sys.base_prefix), Path(sys.prefix), Path(sys.executable).parent, course_config.REPO_ROOT, *extra]
+
+
+@functools.cache
+def namespaces_available() -> bool:
+    """Whether this machine lets root create PID and mount namespaces (some containers forbid it)."""
+    probe = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "--mount", "--propagation", "private",
+                            "true"], capture_output=True)
+    return probe.returncode == 0
+
+
 def prepare(workers: int) -> None:
-    """Create the slot users a pool of `workers` kernels needs (when root), before any worker starts."""
-    if running_as_root():
-        for slot in range(min(workers, MAX_SLOTS)):
-            slot_user(slot)
+    """Create the slot users a pool of `workers` kernels needs (when root), before any worker starts, and make
+    sure kernels will be able to start as them."""
+    if not running_as_root():
+        return
+    for slot in range(min(workers, MAX_SLOTS)):
+        slot_user(slot)
+    if not namespaces_available():
+        blocked = blocked_ancestors(kernel_needs())
+        if blocked:
+            folders = ", ".join(f"{folder} (mode {folder.stat().st_mode & 0o777:o})" for folder, _ in blocked)
+            raise PermissionError(
+                f"grading kernels run as an unprivileged user, which cannot enter {folders}, and this machine "
+                "does not allow the mount namespaces that would expose just what they need. Grade as a regular "
+                "user, or put the repository and Python where others can read them (e.g. chmod o+x on the "
+                "folders above)")
 
 
 def slot_user(slot: int) -> pwd.struct_passwd:
@@ -153,20 +180,21 @@ class Sandbox:
 
     def wrap(self, kernel_cmd: list[str]) -> list[str]:
         limits = ["prlimit", f"--as={MEMORY_LIMIT_MB * 2**20}", f"--fsize={FILE_SIZE_LIMIT_MB * 2**20}",
-                  f"--nofile={OPEN_FILES_LIMIT}", f"--cpu={course_config.NOTEBOOK_TIMEOUT}", f"--core=0"]
+                  f"--nofile={OPEN_FILES_LIMIT}", f"--cpu={course_config.NOTEBOOK_TIMEOUT}", "--core=0"]
         if not self.as_root:
             return [*limits, "--", *kernel_cmd]
         drop = ["setpriv", f"--reuid={self.user.pw_uid}", f"--regid={self.user.pw_gid}", "--clear-groups",
                 "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all"]
-        script = "set -e\n" + "\n".join(self._mount_commands()) + "\nexec " + shlex.join(
-            [*limits, f"--nproc={PROCESS_LIMIT}", "--", *drop, "--", *kernel_cmd])
+        confined = [*limits, f"--nproc={PROCESS_LIMIT}", "--", *drop, "--", *kernel_cmd]
+        if not namespaces_available():
+            return confined
+        script = "set -e\n" + "\n".join(self._mount_commands()) + "\nexec " + shlex.join(confined)
         return ["unshare", "--pid", "--fork", "--kill-child", "--mount-proc", "--mount", "--propagation", "private",
                 "--", "/bin/sh", "-c", script]
 
     def _mount_commands(self) -> list[str]:
         commands = []
-        # The interpreter, the venv and the repository (editable installs); the working folder is the user's own.
-        needed = [Path(sys.base_prefix), Path(sys.prefix), Path(sys.executable).parent, course_config.REPO_ROOT]
+        needed = kernel_needs()
         for n, (blocked, children) in enumerate(blocked_ancestors(needed)):
             staged = self.stage / str(n)
             commands += [f"mkdir -p {q(staged)}", f"mount --bind {q(blocked)} {q(staged)}",

@@ -91,6 +91,7 @@ class CheckResult:
 
 def check_notebook(notebook, chapter: str | None = None, source=None) -> CheckResult:
     """Grade a copy of `notebook` as chapter `chapter` (default: its file name) against the hidden tests."""
+    from . import sandbox
     from .course import Course
     from .grading import grade_submission
 
@@ -102,6 +103,7 @@ def check_notebook(notebook, chapter: str | None = None, source=None) -> CheckRe
         raise FileNotFoundError(f"no chapter {chapter!r} in {source}: name the chapter with --chapter "
                                 f"(one of {sorted(p.name for p in source.iterdir() if p.is_dir())})")
     root = cache_root(source_notebook)
+    sandbox.prepare(workers=1)
     with _locked(root / ".lock"):
         course = Course(root, source=source)
         released = root / f".released-{chapter}"

@@ -1,0 +1,71 @@
+"""The learner's self-check: grades a copy against the hidden tests, prints per-exercise feedback, and never
+touches the learner's notebook."""
+import hashlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autograder import config, synthetic
+from autograder.selfcheck import check_my_work, check_notebook, find_my_notebook
+
+TOY_CHAPTERS = Path(__file__).parent / "chapters"
+IN_PLACE_SCALE = "def scale(x, factor):\n    x = np.asarray(x)\n    x *= factor\n    return x"  # fails a hidden test
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def learner(toy_course, tmp_path, monkeypatch):
+    monkeypatch.setenv("MODULECRAFT_SELFCHECK_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("MODULECRAFT_COURSE_SOURCE", str(TOY_CHAPTERS))
+    workspace = tmp_path / "workspace" / "90_toy"
+    workspace.mkdir(parents=True)
+    return toy_course, workspace / "90_toy.ipynb"
+
+
+def digest(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_check_scores_each_exercise_with_its_feedback(learner):
+    course, notebook = learner
+    synthetic.write(synthetic.with_cells(synthetic.solved(course, "90_toy"),
+                                         {"scale": IN_PLACE_SCALE}), notebook)
+    before = digest(notebook)
+    result = check_notebook(notebook, source=TOY_CHAPTERS)
+    assert [(t.grade_id, t.score, t.max_score) for t in result.tests] == [("test_add", 2, 2), ("test_scale", 0, 3)]
+    text = result.render()
+    assert "test_add    2/2  ok" in text
+    assert "scale must return a new array, not modify its input" in text  # a hidden test's message
+    assert "Total: 2/5" in text
+    assert digest(notebook) == before
+
+
+def test_the_command_line_check_exits_nonzero_until_everything_passes(learner):
+    course, notebook = learner
+    synthetic.write(synthetic.blank(course, "90_toy"), notebook)
+    command = [sys.executable, "-m", "autograder", "check", str(notebook)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1 and "Total: 0/5" in done.stdout and "NotImplementedError" in done.stdout
+    synthetic.write(synthetic.solved(course, "90_toy"), notebook)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "Total: 5/5" in done.stdout
+
+
+def test_check_my_work_finds_the_notebook_from_the_session(learner, monkeypatch, capsys):
+    course, notebook = learner
+    synthetic.write(synthetic.solved(course, "90_toy"), notebook)
+    monkeypatch.chdir(notebook.parent)
+    monkeypatch.setenv("JPY_SESSION_NAME", "90_toy/90_toy.ipynb")  # relative to the server root
+    monkeypatch.delenv(config.GRADING_ENV_VAR, raising=False)
+    assert find_my_notebook() == notebook
+    check_my_work()
+    assert "Total: 5/5" in capsys.readouterr().out
+
+
+def test_check_my_work_is_skipped_inside_grading(monkeypatch, capsys):
+    monkeypatch.setenv(config.GRADING_ENV_VAR, "1")
+    check_my_work()
+    assert capsys.readouterr().out == "check_my_work: skipped while grading\n"
