@@ -6,7 +6,6 @@ screenshot and the server log in `test-artifacts/browser/`.
 """
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 from pathlib import Path
@@ -15,12 +14,9 @@ import pytest
 
 from autograder.course import Course
 from autograder.workspace import prepare
-from jupyterlab_driver import LabServer
+from jupyterlab_driver import CHAPTER, COURSE_SOURCE, REPO, LabServer
 
-REPO = Path(__file__).resolve().parents[2]
-COURSE_SOURCE = REPO / "course" / "source"
 ARTIFACTS = REPO / "test-artifacts" / "browser"
-CHAPTER = "01_init_and_call"
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                   "--no-first-run", "--disable-dev-shm-usage"]
 

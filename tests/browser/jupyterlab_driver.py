@@ -22,6 +22,10 @@ from playwright.sync_api import Page, expect
 from autograder.config import GRADING_ENV_VAR
 from autograder.workspace import jupyter_environment, lab_command, path_with_python_tools
 
+REPO = Path(__file__).resolve().parents[2]
+COURSE_SOURCE = REPO / "course" / "source"
+CHAPTER = "01_init_and_call"  # the chapter the learner's tests open
+
 START_TIMEOUT = 60  # seconds for the server to answer
 KERNEL_TIMEOUT = 60_000  # milliseconds for a kernel to start and become idle
 RUN_TIMEOUT = 120_000  # milliseconds for a chapter to run top to bottom
@@ -112,7 +116,7 @@ class Notebook:
 
     def __init__(self, page: Page, server: LabServer, path: str):
         self.page, self.server, self.path = page, server, path
-        self.panel = page.locator(f'.jp-NotebookPanel:has(.jp-Notebook):visible')
+        self.panel = page.locator(".jp-NotebookPanel:has(.jp-Notebook):visible")
         self.cells = self.panel.locator(".jp-Notebook .jp-Cell")
 
     # -- opening ---------------------------------------------------------------------------------------

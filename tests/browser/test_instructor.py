@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import CHAPTER
+from jupyterlab_driver import CHAPTER
 from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import CHAPTER, COURSE_SOURCE
-from jupyterlab_driver import Notebook
+from jupyterlab_driver import CHAPTER, COURSE_SOURCE, Notebook
 from playwright.sync_api import expect
 
 from autograder.workspace import chapter_title
@@ -83,14 +82,15 @@ def test_open_chapter_one_from_the_index_solve_it_run_all_and_see_the_tree_drawi
     code_cells = [i for i, cell in enumerate(released.cells) if cell.cell_type == "code"]
     assert [notebook.prompt(i) for i in code_cells if not re.fullmatch(r"\[\d+\]:", notebook.prompt(i))] == []
     assert notebook.cells_with_errors() == []
+    tree = notebook.panel.locator(".jp-OutputArea-output svg:has(g.node.module)")
+    expect(tree.first).to_be_visible()
+    assert tree.first.locator("g.node.module").count() >= 2, "the module tree drawing shows fewer than two modules"
+
     notebook.panel.locator(".jp-Toolbar-item", has_text="Validate").click()  # saves, then runs the visible tests
     expect(page.locator(".validation-success")).to_contain_text("Success! Your notebook passes all the tests.",
                                                                 timeout=120_000)
     expect(page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader")).to_have_count(0)  # instructors only
     assert not [e for e in page.errors if "nbgrader" in e.lower()], page.errors
-    tree = notebook.panel.locator(".jp-OutputArea-output svg:has(g.node.module)")
-    expect(tree.first).to_be_visible()
-    assert tree.first.locator("g.node.module").count() >= 2, "the module tree drawing shows fewer than two modules"
 
 
 def test_a_typed_solution_passes_its_visible_test(page, lab, released, chapter, own_copy):

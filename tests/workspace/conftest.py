@@ -1,4 +1,4 @@
-"""A tiny course of our own (two chapters), and a workspace prepared from it once per module and copied per test.
+"""A workspace prepared once per module from a tiny course of our own (`toy_course`), and copied per test.
 
 Releasing goes through nbgrader (a few seconds per chapter), so each test starts from a copy of a prepared
 workspace and only pays for the releases its own scenario causes.
@@ -8,38 +8,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import nbformat
 import pytest
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from toy_course import CHAPTERS, write_chapter
 
 from autograder.workspace import prepare
-
-CHAPTERS = ["01_alpha", "02_beta"]
-
-
-def nbgrader_cell(cell, grade_id: str, solution: bool = False, points: int | None = None):
-    cell.metadata.nbgrader = {"grade_id": grade_id, "solution": solution, "grade": points is not None,
-                              "locked": not solution, "schema_version": 3}
-    if points is not None:
-        cell.metadata.nbgrader["points"] = points
-    return cell
-
-
-def write_chapter(source: Path, chapter: str, intro: str = "Read this first.") -> Path:
-    """`source/<chapter>/<chapter>.ipynb`: a title, one exercise (answer() returns 42), its visible and hidden test."""
-    notebook = new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                                     "language": "python"}})
-    notebook.cells = [
-        nbgrader_cell(new_markdown_cell(f"# Chapter {chapter}\n\n{intro}"), f"{chapter}_intro"),
-        nbgrader_cell(new_code_cell("def answer():\n    ### BEGIN SOLUTION\n    return 42\n    ### END SOLUTION"),
-                      "answer", solution=True),
-        nbgrader_cell(new_code_cell("assert answer() == 42\n### BEGIN HIDDEN TESTS\nassert answer() + 1 == 43\n"
-                                    "### END HIDDEN TESTS"), "test_answer", points=1),
-    ]
-    path = source / chapter / f"{chapter}.ipynb"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(notebook, path)
-    return path
 
 
 @pytest.fixture(scope="module")

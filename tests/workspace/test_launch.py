@@ -6,7 +6,7 @@ import os
 
 import nbformat
 import pytest
-from conftest import nbgrader_cell
+from toy_course import nbgrader_cell
 from nbformat.v4 import new_code_cell, new_notebook
 from nbgrader.validator import Validator
 from traitlets.config.loader import PyFileConfigLoader
@@ -46,7 +46,8 @@ def test_launch_prepares_then_runs_jupyterlab_on_the_workspace_with_the_learners
     assert f"--ServerApp.root_dir={workspace}" in argv and "--LabApp.default_url=/lab/tree/index.ipynb" in argv
     assert argv[-3:] == ["--port", "8899", "--no-browser"], "JupyterLab options are passed through, in order"
     private = workspace / ".modulecraft"
-    for variable in ("JUPYTER_CONFIG_DIR", "JUPYTERLAB_SETTINGS_DIR", "JUPYTERLAB_WORKSPACES_DIR", "JUPYTER_RUNTIME_DIR"):
+    for variable in ("JUPYTER_CONFIG_DIR", "JUPYTERLAB_SETTINGS_DIR", "JUPYTERLAB_WORKSPACES_DIR",
+                     "JUPYTER_RUNTIME_DIR"):
         assert env[variable].startswith(str(private)), variable
     assert os.getcwd() == str(workspace), "nbgrader's server extensions read their config from the working directory"
 

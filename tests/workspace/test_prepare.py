@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 import nbformat
-from conftest import CHAPTERS, write_chapter
+from toy_course import CHAPTERS, write_chapter
 from nbgrader import utils as nbgrader_utils
 
 from autograder.workspace import INDEX, exercise_progress, prepare
