@@ -7,7 +7,6 @@ screenshot and the server log in `test-artifacts/browser/`.
 from __future__ import annotations
 
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -31,15 +30,17 @@ def chromium_executable() -> str | None:
     return None
 
 
+NO_CHROMIUM = ("BROWSER TESTS SKIPPED: no Chromium found. Install it (Debian: `apt-get install -y chromium`; "
+               "`make test` does this when run as root) and run them again.")
+NO_CHROMIUM_KEY = pytest.StashKey[bool]()
+
+
 @pytest.fixture(scope="session")
-def chromium():
+def chromium(request):
     executable = chromium_executable()
     if executable is None:
-        message = ("\n" + "!" * 100 + "\nBROWSER TESTS SKIPPED: no Chromium found. Install it (Debian: "
-                   "`apt-get install -y chromium`; `make test` does this when run as root) and run them again.\n"
-                   + "!" * 100)
-        print(message, file=sys.stderr)
-        pytest.skip(message.strip("!\n"))
+        request.config.stash[NO_CHROMIUM_KEY] = True
+        pytest.skip(NO_CHROMIUM)
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
@@ -64,6 +65,12 @@ def page(chromium, tmp_path, request):
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
     context.close()
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """Repeat the skip where nobody can miss it: at the very end of the run, in red."""
+    if config.stash.get(NO_CHROMIUM_KEY, False):
+        terminalreporter.write_sep("!", NO_CHROMIUM, red=True, bold=True)
 
 
 @pytest.hookimpl(wrapper=True)
