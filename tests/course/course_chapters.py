@@ -49,6 +49,9 @@ def wrong_implementations(chapter: str) -> list[dict]:
     return runpy.run_path(str(path))["WRONG_IMPLEMENTATIONS"] if path.exists() else []
 
 
+SOLUTION_MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
+
+
 def solved(released, source) -> nbformat.NotebookNode:
     """The released notebook as a learner who wrote the solutions would submit it (markers dropped)."""
     copy = nbformat.from_dict(released)
@@ -57,9 +60,6 @@ def solved(released, source) -> nbformat.NotebookNode:
             written = [line for line in cell.source.splitlines() if line.strip() not in SOLUTION_MARKERS]
             copy = with_cell_replaced(copy, nbgrader_meta(cell)["grade_id"], "\n".join(written))
     return copy
-
-
-SOLUTION_MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
 
 
 def with_cell_replaced(nb, grade_id: str, source: str) -> nbformat.NotebookNode:

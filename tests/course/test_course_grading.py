@@ -11,8 +11,8 @@ import re
 import nbformat
 import pytest
 
-from course_chapters import (CHAPTERS, exercise_test_cells, graded_cells, read_notebook, solved, with_cell_replaced,
-                             wrong_implementations)
+from course_chapters import (CHAPTERS, exercise_test_cells, graded_cells, nbgrader_meta, read_notebook, solved,
+                             with_cell_replaced, wrong_implementations)
 
 pytestmark = pytest.mark.slow
 
@@ -69,8 +69,13 @@ def test_wrong_implementation_loses_points_and_feedback_names_it(chapter, wrong,
     assert sum(scores[g] for g in own) < sum(full[g] for g in own), f"{wrong['mistake']} kept full marks"
     others = {g: scores[g] for g in full if g not in own and scores[g] != full[g]}
     assert others == {}, "a mistake in one exercise must not cost points in another"
-    feedback = _text(course.feedback_html(wrong["mistake"], chapter))
-    assert wrong["feedback"] in feedback
+    # The phrase must come from a failing test of this exercise (hints also sit in the visible tests' source) ...
+    autograded = nbformat.read(course.root / "autograded" / wrong["mistake"] / chapter / f"{chapter}.ipynb", 4)
+    errors = [f"{out.ename}: {out.evalue}" for cell in autograded.cells if nbgrader_meta(cell).get("grade_id") in own
+              for out in cell.get("outputs", []) if out.output_type == "error"]
+    assert any(wrong["feedback"] in error for error in errors), errors
+    # ... and reach the learner in the feedback page.
+    assert wrong["feedback"] in _text(course.feedback_html(wrong["mistake"], chapter))
 
 
 def _text(page: str) -> str:
