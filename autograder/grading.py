@@ -140,8 +140,11 @@ def grade_class(course, jobs, *, workers=None, progress=None, force=False) -> Gr
 _apis: dict[tuple[str, str], NbGraderAPI] = {}
 
 
-def grade_submission(root: str, course_id: str, student: str, chapter: str) -> Outcome:
-    """Autograde one submission (in a worker process): inspect, execute sandboxed, retry once, record."""
+def grade_submission(root: str, course_id: str, student: str, chapter: str, *, hold: bool = True) -> Outcome:
+    """Autograde one submission (in a worker process): inspect, execute sandboxed, retry once, record.
+
+    With `hold`, a submission that needs review keeps no points until a person looks at it; the self-check
+    shows the learner the scores anyway, next to the problems."""
     os.environ[course_config.GRADING_ENV_VAR] = "1"
     # nbgrader's first autograde of a student trips this harmless SQLAlchemy warning on every submission.
     warnings.filterwarnings("ignore", category=sqlalchemy.exc.SAWarning)
@@ -174,7 +177,7 @@ def grade_submission(root: str, course_id: str, student: str, chapter: str) -> O
         else:  # nbgrader gave up on the whole notebook (dead kernel): nothing to show, a person must look
             _record_zero(api, chapter, student)
             outcome.needs_review = problems + failures
-    if outcome.needs_review:
+    if outcome.needs_review and hold:
         _hold_for_review(api, chapter, student)
     outcome.score, outcome.max_score = _total(api, chapter, student)
     outcome.seconds = round(time.monotonic() - started, 2)

@@ -40,6 +40,7 @@ PROCESS_LIMIT = 96  # per slot user; ipykernel's own threads count too
 MAX_SLOTS = 16
 STATE_DIR = Path("/run/modulecraft-grader")  # root only: slot locks and kernels' working folders
 USER_PREFIX = "modulecraft-grader-"
+PRIVATE = (Path("/tmp"), Path("/dev/shm"))  # shared by all users: every kernel gets empty ones of its own
 
 # What happened to the kernels of this process that the grader should report (the watchdog's kills).
 events: list[str] = []
@@ -86,7 +87,7 @@ def prepare(workers: int) -> None:
     if not namespaces_available():
         blocked = blocked_ancestors(kernel_needs())
         if blocked:
-            folders = ", ".join(f"{folder} (mode {folder.stat().st_mode & 0o777:o})" for folder, _ in blocked)
+            folders = ", ".join(f"{folder} (mode {folder.stat().st_mode & 0o777:o})" for folder in blocked)
             raise PermissionError(
                 f"grading kernels run as an unprivileged user, which cannot enter {folders}, and this machine "
                 "does not allow the mount namespaces that would expose just what they need. Grade as a regular "
@@ -193,20 +194,21 @@ class Sandbox:
                 "--", "/bin/sh", "-c", script]
 
     def _mount_commands(self) -> list[str]:
+        """Rebuild the folders the kernel must not see whole (blocked or shared ones) with only what it needs,
+        then cover what it must not see at all."""
         commands = []
-        needed = kernel_needs()
-        for n, (blocked, children) in enumerate(blocked_ancestors(needed)):
+        for n, (folder, children) in enumerate(folders_to_rebuild(kernel_needs())):
             staged = self.stage / str(n)
-            commands += [f"mkdir -p {q(staged)}", f"mount --bind {q(blocked)} {q(staged)}",
-                         f"mount -t tmpfs -o mode=0755,size=64k modulecraft-expose {q(blocked)}"]
+            options = f"mode=1777,size={FILE_SIZE_LIMIT_MB}m" if folder in PRIVATE else "mode=0755,size=64k"
+            commands += [f"mkdir -p {q(staged)}", f"mount --bind {q(folder)} {q(staged)}",
+                         f"mount -t tmpfs -o {options} modulecraft {q(folder)}"]
             for child in sorted(children):
-                kind = "mkdir -p" if (staged_child := Path(blocked, child)).is_dir() else "touch"
-                commands += [f"{kind} {q(staged_child)}", f"mount --bind {q(staged / child)} {q(staged_child)}"]
+                make = "mkdir -p" if (folder / child).is_dir() else "touch"
+                commands += [f"{make} {q(folder / child)}", f"mount --bind {q(staged / child)} {q(folder / child)}"]
             commands.append(f"umount -l {q(staged)}")
-        for path in self.hidden:
-            commands.append(f"mount -t tmpfs -o mode=000,size=4k modulecraft-hidden {q(path)}")
-        for private in ("/tmp", "/dev/shm"):
-            commands.append(f"mount -t tmpfs -o mode=1777,size={FILE_SIZE_LIMIT_MB}m modulecraft-private {private}")
+        for path in self.hidden:  # unless already out of sight in a rebuilt folder
+            commands.append(f"if [ -e {q(path)} ]; then mount -t tmpfs -o mode=000,size=4k modulecraft-hidden "
+                            f"{q(path)}; fi")
         return commands
 
     def start_watchdog(self, pid: int) -> None:
@@ -238,8 +240,8 @@ def q(path) -> str:
     return shlex.quote(str(path))
 
 
-def blocked_ancestors(needed: list[Path]) -> list[tuple[Path, set[str]]]:
-    """Folders others cannot traverse (or read, for a needed folder itself) on the way to `needed`, top-down,
+def blocked_ancestors(needed: list[Path]) -> dict[Path, set[str]]:
+    """Folders others cannot traverse (or read, for a needed folder itself) on the way to `needed`,
     each with the names of the entries the kernel needs from it."""
     blocked: dict[Path, set[str]] = {}
     for path in needed:
@@ -251,7 +253,18 @@ def blocked_ancestors(needed: list[Path]) -> list[tuple[Path, set[str]]]:
                 blocked.setdefault(folder, set()).add(child.name)
             elif child is None and folder.is_dir() and (mode & 0o005) != 0o005:
                 blocked.setdefault(folder, set()).update(os.listdir(folder))
-    return sorted(blocked.items(), key=lambda item: len(item[0].parts))
+    return blocked
+
+
+def folders_to_rebuild(needed: list[Path]) -> list[tuple[Path, set[str]]]:
+    """Blocked folders, and the shared /tmp and /dev/shm (each kernel gets its own), top-down, each with the
+    entries to bring back into it."""
+    folders = blocked_ancestors(needed)
+    for private in PRIVATE:
+        folders.setdefault(private, set()).update(
+            path.resolve().relative_to(private).parts[0] for path in needed
+            if path.resolve().is_relative_to(private) and path.resolve() != private)
+    return sorted(folders.items(), key=lambda item: len(item[0].parts))
 
 
 class SandboxedKernelManager(AsyncKernelManager):

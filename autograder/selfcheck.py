@@ -12,6 +12,7 @@ import fcntl
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from datetime import datetime
@@ -102,17 +103,17 @@ def check_notebook(notebook, chapter: str | None = None, source=None) -> CheckRe
     if not source_notebook.is_file():
         raise FileNotFoundError(f"no chapter {chapter!r} in {source}: name the chapter with --chapter "
                                 f"(one of {sorted(p.name for p in source.iterdir() if p.is_dir())})")
-    root = cache_root(source_notebook)
+    cache = cache_folder(source)
     sandbox.prepare(workers=1)
-    with _locked(root / ".lock"):
+    with _locked(cache / ".lock"):
+        root = cache / f"{chapter}-{_sha256(source_notebook)[:16]}"  # a new grading folder per chapter version
+        if not (root / "release" / chapter).is_dir():
+            for stale in cache.glob(f"{chapter}-*"):
+                shutil.rmtree(stale)
+            Course(root, source=source).release([chapter])
         course = Course(root, source=source)
-        released = root / f".released-{chapter}"
-        digest = _sha256(source_notebook)
-        if not released.exists() or released.read_text() != digest:
-            course.release([chapter])
-            released.write_text(digest)
         course.submit(LEARNER, chapter, notebook)
-        outcome = grade_submission(str(course.root), course.course_id, LEARNER, chapter)
+        outcome = grade_submission(str(course.root), course.course_id, LEARNER, chapter, hold=False)
         tests = _test_results(course, chapter) if outcome.max_score or not outcome.needs_review else []
     return CheckResult(notebook, chapter, tests, outcome.needs_review)
 
@@ -139,13 +140,12 @@ def _test_results(course, chapter: str) -> list[TestResult]:
             for grade_id in order]
 
 
-def cache_root(source_notebook: Path) -> Path:
-    """A grading folder per course source, private to this user."""
+def cache_folder(source: Path) -> Path:
+    """Where the self-check keeps its grading folders for one course source, private to this user."""
     base = Path(os.environ.get("MODULECRAFT_SELFCHECK_CACHE") or Path.home() / ".cache" / "modulecraft" / "selfcheck")
-    key = hashlib.sha256(str(source_notebook.parent.parent).encode()).hexdigest()[:12]
-    root = base / key
-    root.mkdir(parents=True, exist_ok=True)
-    return root
+    folder = base / hashlib.sha256(str(source).encode()).hexdigest()[:12]
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 def _sha256(path: Path) -> str:

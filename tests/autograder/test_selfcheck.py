@@ -1,10 +1,12 @@
 """The learner's self-check: grades a copy against the hidden tests, prints per-exercise feedback, and never
 touches the learner's notebook."""
 import hashlib
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from autograder import config, synthetic
@@ -69,3 +71,22 @@ def test_check_my_work_is_skipped_inside_grading(monkeypatch, capsys):
     monkeypatch.setenv(config.GRADING_ENV_VAR, "1")
     check_my_work()
     assert capsys.readouterr().out == "check_my_work: skipped while grading\n"
+
+
+def test_a_changed_chapter_is_checked_against_its_new_version(learner, tmp_path):
+    course, notebook = learner
+    source = tmp_path / "source"
+    shutil.copytree(TOY_CHAPTERS, source)
+    synthetic.write(synthetic.solved(course, "90_toy"), notebook)
+    assert check_notebook(notebook, source=source).max_score == 5
+
+    chapter = source / "90_toy" / "90_toy.ipynb"
+    edited = nbformat.read(chapter, as_version=4)
+    extra = nbformat.v4.new_code_cell("assert add(0, 0) == 0, 'add(0, 0) should be 0'", metadata={"nbgrader": {
+        "grade_id": "test_add_zero", "grade": True, "solution": False, "locked": True, "points": 1,
+        "schema_version": 3}})
+    edited.cells.insert(-1, extra)
+    nbformat.write(edited, chapter)
+    result = check_notebook(notebook, source=source)
+    assert (result.score, result.max_score) == (5, 6)  # the learner's copy lacks the new test cell
+    assert "test cell 'test_add_zero' was deleted" in " ".join(result.problems)

@@ -1,0 +1,68 @@
+"""The grading kernel's confinement, beyond the bad-submission suite: what it can reach when the code it needs
+sits under folders other users cannot enter (a clone under /root or a 0700 temporary folder in CI)."""
+import os
+
+import nbformat
+import pytest
+
+from autograder import synthetic
+from autograder.sandbox import PRIVATE, folders_to_rebuild
+from autograder.selfcheck import check_notebook
+
+from pathlib import Path
+
+TOY_CHAPTERS = Path(__file__).parent / "chapters"
+HELPER = "import numpy as np\n\ndef add(a, b):\n    return np.asarray(a) + np.asarray(b)\n"
+USES_HELPER = """from helper_mod import add
+import os, helper_mod
+locked = os.path.dirname(os.path.dirname(helper_mod.__file__))
+print("sees", sorted(os.listdir(locked)))"""
+
+
+def test_only_the_needed_entries_of_blocked_and_shared_folders_come_back(tmp_path):
+    locked = tmp_path / "locked"
+    (locked / "lib").mkdir(parents=True)
+    (locked / "secret").mkdir()
+    locked.chmod(0o700)
+    rebuilt = dict(folders_to_rebuild([locked / "lib"]))
+    assert rebuilt[locked] == {"lib"}
+    assert set(PRIVATE) <= set(rebuilt)
+    assert rebuilt[Path("/tmp")] == {locked.relative_to("/tmp").parts[0]} if locked.is_relative_to("/tmp") else True
+    order = [folder for folder, _ in folders_to_rebuild([locked / "lib"])]
+    assert order.index(locked) > max(order.index(p) for p in PRIVATE if locked.is_relative_to(p))
+
+
+@pytest.fixture
+def locked_library(tmp_path, monkeypatch):
+    """A module in <tmp>/locked/lib (locked is 0700, next to a secret), on $PYTHONPATH."""
+    locked = tmp_path / "locked"
+    (locked / "lib").mkdir(parents=True)
+    (locked / "lib" / "helper_mod.py").write_text(HELPER)
+    (locked / "secret.txt").write_text("hidden")
+    locked.chmod(0o700)
+    monkeypatch.setenv("PYTHONPATH", str(locked / "lib"))
+    return locked
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="kernels change user only when grading runs as root")
+def test_an_unprivileged_kernel_reaches_what_it_needs_and_nothing_else(toy_course, locked_library, tmp_path):
+    notebook = synthetic.with_cells(synthetic.solved(toy_course, "90_toy"), {"add": USES_HELPER})
+    synthetic.write(notebook, tmp_path / "uses-helper.ipynb")
+    toy_course.submit("uses-helper", "90_toy", tmp_path / "uses-helper.ipynb")
+    outcome = toy_course.grade().outcome("uses-helper", "90_toy")
+    assert (outcome.score, outcome.needs_review) == (5.0, [])
+    graded = nbformat.read(toy_course.root / "autograded" / "uses-helper" / "90_toy" / "90_toy.ipynb", 4)
+    printed = "".join(o.get("text", "") for c in graded.cells for o in c.get("outputs", []))
+    assert "sees ['lib']" in printed
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="kernels change user only when grading runs as root")
+def test_self_check_with_its_cache_in_a_blocked_folder(toy_course, locked_library, tmp_path, monkeypatch):
+    """Like root's ~/.cache under a 0700 /root: the cache is out of the kernel's sight, which is fine."""
+    monkeypatch.setenv("MODULECRAFT_SELFCHECK_CACHE", str(locked_library / "cache"))
+    notebook = tmp_path / "90_toy.ipynb"
+    synthetic.write(synthetic.with_cells(synthetic.solved(toy_course, "90_toy"), {"add": USES_HELPER}), notebook)
+    result = check_notebook(notebook, source=TOY_CHAPTERS)
+    assert (result.score, result.max_score, result.problems) == (5, 5, [])
