@@ -9,7 +9,7 @@ import copy
 
 import pytest
 
-from .observe import differential
+from .observe import differential, raises
 
 SEAMS = (
     "named_modules", "modules", "named_children", "children", "_named_members", "named_parameters",
@@ -85,3 +85,22 @@ def test_operation_goes_through_the_same_seams(lib, operation):
     calls.clear()
     OPERATIONS[operation](lib, model)
     return sorted(set(calls))
+
+
+@differential
+def test_setattr_works_with_a_register_buffer_override_without_persistent(lib):
+    """A learner's `register_buffer(self, name, tensor)` (no `persistent`) still receives assigned buffers."""
+    calls = []
+
+    class OldStyle(lib.nn.Module):
+        def register_buffer(self, name, tensor):
+            calls.append(name)
+            super().register_buffer(name, tensor)
+
+    module = OldStyle()
+    module.kept = lib.Buffer(lib.zeros(1))
+    module.kept = lib.ones(1)
+    refused = raises(lambda: setattr(module, "hidden", lib.Buffer(lib.zeros(1), persistent=False)),
+                     "Registering a non-persistent buffer on a Module subclass that implements "
+                     "register_buffer() without the persistent argument is not allowed.")
+    return calls, refused, list(module._buffers)
