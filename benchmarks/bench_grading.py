@@ -1,0 +1,114 @@
+"""Grading throughput: stock `nbgrader autograde` against ours, side by side on one generated class.
+
+    .venv/bin/python benchmarks/bench_grading.py [--students 100] [--chapters 01_init_and_call ...]
+
+A class of N students x the chapters (a third solved, a third with a typical wrong implementation from
+tests/course/wrong_implementations/, a third blank) is released and submitted once, then copied into two
+grading folders. Stock: one `nbgrader autograde <chapter>` command per chapter, each grading the whole class
+one notebook after another (the cheapest way to run stock nbgrader on a class). Ours: `Course.grade`, one
+long-lived pool of as many workers as cores, each kernel sandboxed and guarded. Prints both times, the
+ratio, and whether every score is identical.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import runpy
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from autograder import synthetic
+from autograder.course import Course
+from autograder.grading import ProgressBar
+
+WRONG = Path(__file__).resolve().parent.parent / "tests" / "course" / "wrong_implementations"
+
+
+def generate_class(course: Course, students: int, chapters: list[str], scratch: Path) -> None:
+    for chapter in chapters:
+        path = WRONG / f"{chapter}.py"
+        mistakes = runpy.run_path(str(path))["WRONG_IMPLEMENTATIONS"] if path.exists() else []
+        for n in range(students):
+            kind = ("solved", "wrong", "blank")[n % 3]
+            if kind == "wrong" and mistakes:
+                mistake = mistakes[n // 3 % len(mistakes)]
+                notebook = synthetic.with_cells(synthetic.solved(course, chapter),
+                                                {mistake["grade_id"]: mistake["source"]})
+            else:
+                notebook = synthetic.blank(course, chapter) if kind != "solved" else synthetic.solved(course, chapter)
+            synthetic.write(notebook, scratch / "submission.ipynb")
+            course.submit(f"student{n:03d}", chapter, scratch / "submission.ipynb")
+
+
+def grade_stock(root: Path, chapters: list[str]) -> float:
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    started = time.monotonic()
+    for chapter in chapters:
+        chapter_started = time.monotonic()
+        done = subprocess.run(["nbgrader", "autograde", chapter, "--force"], cwd=root, env=env,
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            print(done.stderr[-3000:], file=sys.stderr)
+            raise SystemExit(f"stock nbgrader autograde {chapter} failed")
+        print(f"  stock: {chapter} in {time.monotonic() - chapter_started:.0f} s", flush=True)
+    return time.monotonic() - started
+
+
+def all_scores(course: Course, students: list[str], chapters: list[str]) -> dict:
+    return {(s, c): course.scores(s, c) for s in students for c in chapters}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--students", type=int, default=100)
+    parser.add_argument("--chapters", nargs="*", help="default: every chapter")
+    parser.add_argument("--workers", type=int, help="ours: parallel notebooks (default: number of cores)")
+    parser.add_argument("--keep", type=Path, help="keep the grading folders in this folder")
+    args = parser.parse_args()
+
+    scratch = Path(tempfile.mkdtemp(prefix="bench-grading-")) if args.keep is None else args.keep
+    scratch.mkdir(parents=True, exist_ok=True)
+    prepared = Course(scratch / "prepared")
+    chapters = args.chapters or prepared.chapters()
+    print(f"releasing {len(chapters)} chapter(s) and generating {args.students} students ...", flush=True)
+    prepared.release(chapters)
+    generate_class(prepared, args.students, chapters, scratch)
+    students = prepared.students()
+    notebooks = len(students) * len(chapters)
+
+    for name in ("stock", "ours"):
+        shutil.copytree(prepared.root, scratch / name, symlinks=True)
+    stock, ours = Course(scratch / "stock"), Course(scratch / "ours")  # each rewrites its own config
+
+    print(f"stock nbgrader: {notebooks} notebooks ...", flush=True)
+    stock_seconds = grade_stock(stock.root, chapters)
+    print(f"ours: {notebooks} notebooks ...", flush=True)
+    report = ours.grade(students, chapters, workers=args.workers, progress=ProgressBar())
+    ours_seconds = report.seconds
+
+    stock_scores, our_scores = all_scores(stock, students, chapters), all_scores(ours, students, chapters)
+    different = [key for key in stock_scores if stock_scores[key] != our_scores[key]]
+    flagged = [f"{o.student}/{o.chapter}: {o.needs_review + o.notes}" for o in report.outcomes
+               if o.needs_review or o.notes]
+    print()
+    print(f"class: {len(students)} students x {len(chapters)} chapters = {notebooks} notebooks, "
+          f"{os.cpu_count()} cores")
+    print(f"stock nbgrader autograde: {stock_seconds:8.1f} s  ({stock_seconds / notebooks:.2f} s per notebook)")
+    print(f"ours (Course.grade):      {ours_seconds:8.1f} s  ({ours_seconds / notebooks:.2f} s per notebook)")
+    print(f"ratio: ours is {stock_seconds / ours_seconds:.2f}x faster")
+    print(f"scores identical: {not different} ({len(stock_scores) - len(different)}/{len(stock_scores)} submissions)")
+    for key in different[:10]:
+        print(f"  differs {key}: stock {stock_scores[key]} ours {our_scores[key]}")
+    for line in flagged[:10]:
+        print(f"  ours flagged {line}")
+    if args.keep is None:
+        shutil.rmtree(scratch)
+    raise SystemExit(1 if different else 0)
+
+
+if __name__ == "__main__":
+    main()
