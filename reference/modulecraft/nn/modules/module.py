@@ -16,6 +16,7 @@ backward hooks, ``grad`` is filled by nobody but you); a dtype change makes new 
 from __future__ import annotations
 
 import functools
+import inspect
 import itertools
 import warnings
 import weakref
@@ -295,6 +296,20 @@ class _StrictLoadSnapshot:
                 array[...] = values
 
 
+def _register_buffer_compatibly(module: Module, name: str, value, persistent: bool) -> None:
+    """``module.register_buffer(name, value, persistent)``, also for subclasses that override
+    ``register_buffer`` with the older two-argument signature (torch keeps this compatibility path)."""
+    register = module.register_buffer
+    if getattr(register, "__func__", None) is Module.register_buffer \
+            or "persistent" in inspect.signature(register).parameters:
+        register(name, value, persistent)
+    elif persistent:
+        register(name, value)
+    else:
+        raise RuntimeError("Registering a non-persistent buffer on a Module subclass that implements "
+                           "register_buffer() without the persistent argument is not allowed.")
+
+
 class Module:
     """Base class of all modules: holds parameters, buffers and child modules, and runs forward with hooks.
 
@@ -506,7 +521,7 @@ class Module:
                         persistent = value.persistent
                     else:
                         persistent = name not in self._non_persistent_buffers_set
-                    self.register_buffer(name, value, persistent)
+                    _register_buffer_compatibly(self, name, value, persistent)
                 else:
                     super().__setattr__(name, value)
 
