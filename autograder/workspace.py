@@ -19,6 +19,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -260,6 +261,17 @@ def exercise_progress(notebook: nbformat.NotebookNode) -> tuple[int, int]:
     return len(attempted), len(solutions)
 
 
+SELF_CHECK_TOTAL = re.compile(r"^Total: (\d+(?:\.\d+)?/\d+(?:\.\d+)?)\s*$", re.M)
+
+
+def last_self_check(notebook: nbformat.NotebookNode) -> str | None:
+    """The score the self-check printed in the notebook as saved ("4/9"), if it was run and saved."""
+    texts = [output.get("text", "") for cell in notebook.cells if cell.cell_type == "code"
+             for output in cell.get("outputs", []) if output.get("output_type") == "stream"]
+    scores = [match for text in texts for match in SELF_CHECK_TOTAL.findall(text)]
+    return scores[-1] if scores else None
+
+
 def progress_table(workspace: Path, chapters: list[str]) -> str:
     """A markdown table: one row per chapter, with a link to the learner's notebook and their progress."""
     rows = ["| # | chapter | your progress |", "|---|---|---|"]
@@ -277,6 +289,9 @@ def progress_table(workspace: Path, chapters: list[str]) -> str:
         attempted, total = exercise_progress(notebook)
         status = ("reading only" if total == 0 else
                   "not started" if attempted == 0 else f"{attempted} of {total} exercises attempted")
+        score = last_self_check(notebook)
+        if score:
+            status += f", last self-check {score}"
         rows.append(f"| {number} | [{chapter_title(notebook, chapter)}]({link}) | {status} |")
     return "\n".join(rows)
 

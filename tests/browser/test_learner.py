@@ -68,8 +68,12 @@ def own_copy(request, learner_workspace, released) -> str:
 
 def test_open_chapter_one_from_the_index_solve_it_run_all_and_see_the_tree_drawing(page, lab, released, chapter):
     page.goto(lab.page_url("index.ipynb"))
+    index = Notebook(page, lab, "index.ipynb")
+    index.wait_idle()
+    index.run_cell(1)  # the live progress table: the index's kernel reaches the course's code
     title = chapter_title(released, CHAPTER).replace("`", "")  # the link shows `x` as code
-    page.locator(".jp-RenderedMarkdown a", has_text=title).click()
+    expect(index.cells.nth(1).locator(".jp-OutputArea")).to_contain_text(f"{title} not started")
+    page.locator(".jp-RenderedMarkdown a", has_text=title).first.click()
     notebook = Notebook(page, lab, NOTEBOOK)
     notebook.wait_idle()
     expect(page.locator('.lm-TabBar-tab.lm-mod-current[data-type="document-title"]')).to_have_attribute(

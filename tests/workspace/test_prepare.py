@@ -7,7 +7,7 @@ import nbformat
 from toy_course import CHAPTERS, write_chapter
 from nbgrader import utils as nbgrader_utils
 
-from autograder.workspace import INDEX, exercise_progress, prepare
+from autograder.workspace import INDEX, exercise_progress, prepare, progress_table
 
 
 def files(folder):
@@ -146,6 +146,22 @@ def test_progress_counts_solution_cells_that_differ_from_the_released_stub(prepa
     assert exercise_progress(notebook) == (0, 1)
     next(cell for cell in notebook.cells if nbgrader_utils.is_solution(cell)).source = "def answer(): return 42"
     assert exercise_progress(notebook) == (1, 1)
+
+
+def test_progress_shows_the_last_self_check_saved_in_the_notebook(course):
+    _, workspace = course
+    path = workspace / "01_alpha" / "01_alpha.ipynb"
+    notebook = nbformat.read(path, as_version=4)
+    next(cell for cell in notebook.cells if nbgrader_utils.is_solution(cell)).source = "def answer(): return 42"
+    check = nbformat.v4.new_code_cell("check_my_work()")
+    check.outputs = [nbformat.v4.new_output("stream", name="stdout", text="Checked 01_alpha.ipynb ...\nTotal: 1/1\n")]
+    notebook.cells.append(check)
+    nbformat.write(notebook, path)
+
+    table = progress_table(workspace, CHAPTERS)
+
+    assert "| 1 of 1 exercises attempted, last self-check 1/1 |" in table
+    assert "| 02 | [Chapter 02_beta](02_beta/02_beta.ipynb) | not started |" in table
 
 
 def test_the_manifest_records_the_course_version_and_what_was_written(prepared):
