@@ -49,20 +49,30 @@ def _max_score(course, chapter: str) -> float:
 
 
 def status(course) -> str:
-    """Per chapter: how many submissions are graded; then every submission that needs a person, and why."""
-    lines, attention = [], []
+    """Per chapter: how many submissions are in each state; then what still needs grading, and every
+    submission that needs a person, with the reasons."""
+    lines, to_grade, to_review, notes = [], [], [], []
     students = course.students()
     for chapter in course.chapters():
         counts: dict[str, int] = {}
         for student in students:
             state, reasons = submission_state(course, student, chapter)
             counts[state] = counts.get(state, 0) + 1
-            if state in ("needs review", "not graded", "changed since graded"):
-                attention.append(f"  {student}/{chapter}: {state}" + (": " + "; ".join(reasons) if reasons else ""))
-        summary = ", ".join(f"{n} {state}" for state, n in sorted(counts.items()))
-        lines.append(f"{chapter}: {summary or 'no students'}")
-    if attention:
-        lines += ["", "needs a look:", *attention]
-    else:
-        lines += ["", "nothing needs a look."]
+            if state in ("not graded", "changed since graded"):
+                to_grade.append(f"  {student}/{chapter}: {state}")
+            elif state == "needs review":
+                to_review.append(f"  {student}/{chapter}: " + "; ".join(reasons))
+            outcome = load_outcome(course.root, student, chapter)
+            if state != "not submitted" and outcome and outcome.notes:
+                notes.append(f"  {student}/{chapter}: " + "; ".join(outcome.notes))
+        lines.append(f"{chapter}: " + (", ".join(f"{n} {state}" for state, n in sorted(counts.items()))
+                                       or "no students"))
+    for title, entries in (("to grade (python -m autograder grade)", to_grade),
+                           ("needs review (points held until a person looks; nbgrader formgrader or the gradebook)",
+                            to_review),
+                           ("graded, with problems the learner should hear about", notes)):
+        if entries:
+            lines += ["", title + ":", *entries]
+    if not to_grade and not to_review:
+        lines += ["", "everything submitted is graded; nothing needs review."]
     return "\n".join(lines)

@@ -84,7 +84,9 @@ class CheckResult:
         width = max([len(t.grade_id) for t in self.tests] + [10])
         lines = [f"Checked {self.notebook.name} as saved at {saved} (save first if you changed it since)."]
         for test in self.tests:
-            lines.append(f"  {test.grade_id:<{width}}  {test.score:g}/{test.max_score:g}  {test.feedback}")
+            head = f"  {test.grade_id:<{width}}  {test.score:g}/{test.max_score:g}  "
+            first, *rest = test.feedback.splitlines() or [""]
+            lines += [head + first, *(" " * len(head) + line for line in rest)]
         lines += [f"  ! {problem}" for problem in self.problems]
         lines.append(f"Total: {self.score:g}/{self.max_score:g}")
         return "\n".join(lines)
