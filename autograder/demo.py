@@ -30,9 +30,9 @@ from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
-from jupyter_client.manager import AsyncKernelManager
 from nbclient.exceptions import CellExecutionError, DeadKernelError
 from nbconvert import SlidesExporter
+from traitlets.config import Config
 
 from .config import CELL_TIMEOUT, COURSE_SOURCE, GRADING_ENV_VAR, REPO_ROOT
 
@@ -157,12 +157,12 @@ def execute(notebook, workdir: Path, font_size: float) -> None:
     """
     env = {**os.environ, "MODULECRAFT_VIZ_FONTSIZE": f"{font_size:g}", GRADING_ENV_VAR: "1"}
     with tempfile.TemporaryDirectory(prefix="modulecraft-demo-") as sockets:
-        kernel = AsyncKernelManager(kernel_name="python3", transport="ipc", ip=f"{sockets}/kernel",
-                                    connection_file=f"{sockets}/kernel.json")
-        client = NotebookClient(notebook, km=kernel, timeout=CELL_TIMEOUT, startup_timeout=CELL_TIMEOUT,
+        private_sockets = Config({"KernelManager": {"transport": "ipc", "ip": f"{sockets}/kernel"}})
+        client = NotebookClient(notebook, config=private_sockets, kernel_name="python3", timeout=CELL_TIMEOUT,
+                                startup_timeout=CELL_TIMEOUT,
                                 extra_arguments=["--InlineBackend.figure_formats=svg"],  # crisp on a projector
                                 resources={"metadata": {"path": str(workdir)}})
-        client.execute(env=env)
+        client.execute(env=env)  # the client starts the kernel, so it also shuts it down
 
 
 def export_slides(deck, reveal_url_prefix: str | None = None) -> str:
