@@ -69,6 +69,19 @@ def kernel_needs() -> list[Path]:
     return [Path(sys.base_prefix), Path(sys.prefix), Path(sys.executable).parent, course_config.REPO_ROOT, *extra]
 
 
+KERNEL_PACKAGES = ("reference", "autograder")  # what a kernel imports from the repository
+
+
+def repository_secrets() -> list[Path]:
+    """Every folder of the repository a kernel does not import from: the course sources with hidden tests,
+    but also `.git` (their history), tests, built demos and workspaces."""
+    repo = course_config.REPO_ROOT
+    keep = {repo / name for name in KERNEL_PACKAGES}
+    keep |= {repo / path.resolve().relative_to(repo).parts[0] for path in kernel_needs()
+             if path.resolve().is_relative_to(repo) and path.resolve() != repo}
+    return [course_config.COURSE_SOURCE, *(p for p in repo.iterdir() if p.is_dir() and p not in keep)]
+
+
 @functools.cache
 def namespaces_available() -> bool:
     """Whether this machine lets root create PID and mount namespaces (some containers forbid it)."""
@@ -273,7 +286,7 @@ class SandboxedKernelManager(AsyncKernelManager):
     sandbox: Sandbox | None = None
 
     async def _async_pre_start_kernel(self, **kw):
-        self.sandbox = Sandbox(hidden=[course_config.COURSE_SOURCE, *hidden], data_dir=kw.get("cwd"))
+        self.sandbox = Sandbox(hidden=[*repository_secrets(), *hidden], data_dir=kw.get("cwd"))
         self.connection_file = str(self.sandbox.workdir / "kernel.json")
         kw["cwd"] = str(self.sandbox.workdir)
         kw["env"] = self.sandbox.env(kw.get("env") or os.environ)

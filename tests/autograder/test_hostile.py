@@ -8,7 +8,7 @@ import nbformat
 import pytest
 
 from autograder import synthetic
-from autograder.config import COURSE_SOURCE
+from autograder.config import COURSE_SOURCE, REPO_ROOT
 
 pytestmark = pytest.mark.slow
 
@@ -48,10 +48,12 @@ def to_markdown(notebook_cells):
 
 
 def read_and_write_outside(course):
-    """Tries to read the hidden tests and the gradebook, and to write to the gradebook and the repository."""
+    """Tries to read the hidden tests (also through git history and the test suite) and the gradebook, and to
+    write to the gradebook and the repository."""
     code = f"""
 import pathlib
-for target in [{str(COURSE_SOURCE)!r}, {str(course.root / 'source' / '90_toy' / '90_toy.ipynb')!r},
+for target in [{str(COURSE_SOURCE)!r}, {str(REPO_ROOT / '.git')!r}, {str(REPO_ROOT / 'tests')!r},
+               {str(course.root / 'source' / '90_toy' / '90_toy.ipynb')!r},
                {str(course.root / 'gradebook.db')!r}, {str(course.root / 'submitted')!r}]:
     try:
         path = pathlib.Path(target)
@@ -164,7 +166,7 @@ def test_student_code_never_reads_or_writes_outside_its_copy(graded_class):
     course, *_ = graded_class
     graded = nbformat.read(course.root / "autograded" / "reads-and-writes-outside" / "90_toy" / "90_toy.ipynb", 4)
     printed = "".join(o.get("text", "") for c in graded.cells for o in c.get("outputs", []))
-    assert printed.count("blocked") == 7, printed
+    assert printed.count("blocked") == 9, printed
     assert "LEAKED" not in printed and "WROTE" not in printed
 
 
