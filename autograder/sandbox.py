@@ -150,21 +150,26 @@ class Sandbox:
         self.hidden = sorted({p.resolve() for p in hidden if p.exists()})
         self.as_root = running_as_root()
         self.slot_lock = None
-        self.user = self._claim_slot() if self.as_root else None
+        self.slot, self.user = self._claim_slot() if self.as_root else (None, None)
         parent = _state_dir() if self.as_root else None
-        self.workdir = Path(tempfile.mkdtemp(prefix="kernel-", dir=parent))
+        prefix = f"slot{self.slot}-" if self.as_root else "modulecraft-"
+        if self.as_root:  # what a killed grader left in this slot: nobody else can be using it now
+            for stale in STATE_DIR.glob(f"{prefix}*"):
+                shutil.rmtree(stale, ignore_errors=True)
+        self.workdir = Path(tempfile.mkdtemp(prefix=prefix + "kernel-", dir=parent))
         if data_dir:  # the chapter's data files that nbgrader copied next to the notebook
             for item in Path(data_dir).iterdir():
                 if item.is_file() and item.suffix != ".ipynb":
                     shutil.copy(item, self.workdir / item.name)
-        self.stage = Path(tempfile.mkdtemp(prefix="stage-", dir=parent)) if self.as_root else None
+        self.stage = Path(tempfile.mkdtemp(prefix=prefix + "stage-", dir=parent)) if self.as_root else None
         if self.user:
             for path in [self.workdir, *self.workdir.rglob("*")]:
                 os.chown(path, self.user.pw_uid, self.user.pw_gid)
         self.watchdog: threading.Timer | None = None
         self.closed = False
 
-    def _claim_slot(self) -> pwd.struct_passwd:
+    def _claim_slot(self) -> tuple[int, pwd.struct_passwd]:
+        """The first free slot, locked for this kernel's lifetime (across all grading processes)."""
         for slot in range(MAX_SLOTS):
             lock = open(_state_dir() / f"slot-{slot}.lock", "a")
             try:
@@ -173,7 +178,7 @@ class Sandbox:
                 lock.close()
                 continue
             self.slot_lock = lock
-            return slot_user(slot)
+            return slot, slot_user(slot)
         raise RuntimeError(f"all {MAX_SLOTS} grading slots are busy; grade with fewer workers")
 
     def give(self, path: str) -> None:
