@@ -100,6 +100,7 @@ def assign_slides(notebook):
             kept.append(cell)
     deck.cells = kept
     _inline_svgs(deck)
+    _steppers_as_fragments(deck)
     return deck
 
 
@@ -117,6 +118,27 @@ def _inline_svgs(deck) -> None:
         if "image/svg+xml" in data and "text/html" not in data:
             svg = data["image/svg+xml"]
             data["text/html"] = svg[svg.find("<svg"):]
+
+
+STEPPER_FRAME = re.compile(r'<div class="modulecraft-step" data-step="(\d+)"')
+
+
+def _steppers_as_fragments(deck) -> None:
+    """A stepper's frames stacked in one place (reveal.js ``r-stack``), shown in turn as the presenter presses
+    Next: fragments where the first frame fades out, the middle ones show while current, and the last stays."""
+    for data in _outputs(deck):
+        last = len(STEPPER_FRAME.findall(data.get("text/html", ""))) - 1
+        if last < 1:
+            continue
+
+        def fragment(match):
+            step = int(match.group(1))
+            effect = " fade-out" if step == 0 else " current-visible" if step < last else ""
+            return (f'<div class="modulecraft-step fragment{effect}" data-fragment-index="{max(step - 1, 0)}" '
+                    f'data-step="{step}"')
+
+        stacked = STEPPER_FRAME.sub(fragment, data["text/html"])
+        data["text/html"] = stacked.replace('class="modulecraft-frames"', 'class="modulecraft-frames r-stack"')
 
 
 def _static_steppers(notebook) -> None:

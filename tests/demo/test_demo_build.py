@@ -1,14 +1,17 @@
 """`python -m autograder.demo build`: the slide rules on a small notebook, then a real build of every chapter."""
 
 import hashlib
+import re
 import shutil
 
 import nbformat
 import pytest
+import torch
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from autograder import demo
 from autograder.config import COURSE_SOURCE
+from modulecraft.viz import DfsStepper
 
 SVG = '<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg"><g id="mc-."/></svg>'
 
@@ -159,3 +162,14 @@ def test_a_failing_chapter_is_reported_and_the_others_still_build(tmp_path):
     assert executed.cells[2].outputs[0].output_type == "error", "the saved notebook shows where it stopped"
     index = (out / "index.html").read_text()
     assert "01_fine/01_fine.slides.html" in index and "not built: ValueError: the chapter is broken" in index
+
+
+def test_a_stepper_steps_through_its_frames_in_the_deck():
+    """In a slide the presenter's Next key shows the frames in turn, stacked in one place."""
+    stepper = DfsStepper(torch.nn.Sequential(torch.nn.Linear(1, 1), torch.nn.ReLU()))
+    output = new_output("display_data", {"text/html": stepper._repr_html_(), "text/plain": str(stepper)})
+    notebook = new_notebook(cells=[new_markdown_cell("## Steps"), new_code_cell("DfsStepper(model)", outputs=[output])])
+    html = _data(demo.assign_slides(notebook), "DfsStepper(model)")["text/html"]
+    frames = re.findall(r'<div class="modulecraft-step ([^"]*)" data-fragment-index="(\d+)"', html)
+    assert frames == [("fragment fade-out", "0"), ("fragment current-visible", "0"), ("fragment", "1")]
+    assert 'class="modulecraft-frames r-stack"' in html

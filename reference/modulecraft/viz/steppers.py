@@ -325,7 +325,7 @@ class Stepper:
         rest = (f"<p>… and {more} more steps: <code>print()</code> the stepper to list them all, or step "
                 "through them in JupyterLab.</p>" if more else "")
         return (f'<div class="modulecraft-stepper"><p><b>{escape(self.title)}</b>: {len(self.steps)} steps</p>'
-                f"{frames}{rest}</div>")
+                f'<div class="modulecraft-frames">{frames}</div>{rest}</div>')
 
     def _repr_mimebundle_(self, include=None, exclude=None, **_):
         """The widget where a frontend may show it, with the static sequence as the fallback for everyone else."""
