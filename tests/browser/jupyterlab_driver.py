@@ -18,6 +18,7 @@ import urllib.request
 from pathlib import Path
 
 from playwright.sync_api import Page, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from autograder.config import GRADING_ENV_VAR
 from autograder.workspace import jupyter_environment, lab_command, path_with_python_tools
@@ -141,20 +142,24 @@ class Notebook:
         self.page.locator(".lm-Menu-itemLabel", has_text=re.compile(f"^{re.escape(item)}$")).click()
 
     def prompts(self) -> list[str]:
-        return self.panel.locator(".jp-Cell .jp-InputArea-prompt").all_inner_texts()
+        """Every cell's input prompt ("[ ]:", "[*]:", "[3]:"; empty for markdown), in order."""
+        return self.panel.evaluate(
+            "panel => [...panel.querySelectorAll('.jp-InputArea-prompt')].map(p => p.textContent)")
 
     def run_all(self, attempts: int = 3) -> None:
-        """Run → Run All Cells, confirmed by a prompt turning to [*] or [n]; retried when it did not start."""
+        """Run → Run All Cells, confirmed by a prompt turning to [*] or changing its number; retried when the
+        click was swallowed."""
         for _ in range(attempts):
             self.wait_idle()
+            before = self.prompts()
             self.menu("Run", "Run All Cells")
             try:
                 self.page.wait_for_function(
-                    """panel => [...panel.querySelectorAll('.jp-InputArea-prompt')]
-                                 .some(p => /\\[(\\*|\\d+)\\]/.test(p.textContent))""",
-                    arg=self.panel.element_handle(), timeout=10_000)
+                    """([panel, before]) => [...panel.querySelectorAll('.jp-InputArea-prompt')]
+                         .some((p, i) => p.textContent.includes('[*]') || p.textContent !== before[i])""",
+                    arg=[self.panel.element_handle(), before], timeout=10_000)
                 break
-            except Exception:
+            except PlaywrightTimeout:
                 continue
         else:
             raise AssertionError(f"Run All Cells never started in {self.path} after {attempts} attempts")
