@@ -176,3 +176,16 @@ def test_any_module_dict_key_is_a_node(fw):
     rendered = draw_tree(model).svg()
     assert sorted(svg.modules(rendered)) == sorted(["", *keys])
     assert sorted(edge.id for edge in svg.edges(rendered, "tree")) == sorted(f"mc-tree-{key}" for key in keys)
+
+
+def test_a_dfs_without_memo_shows_the_module_it_yields_twice(fw):
+    model = models.shared(fw)
+    # what a learner's named_modules without a memo yields: every path, the shared Linear twice
+    model.named_modules = lambda: type(model).named_modules(model, remove_duplicate=False)
+    rendered = draw_tree(model, order="dfs").svg()
+    drawn = svg.modules(rendered)
+    assert sorted(drawn) == ["", "0", "1", "2", "again", "tied"]
+    assert "duplicate" in drawn["again"].classes and "duplicate" not in drawn["0"].classes
+    assert "yielded again (first as 0)" in drawn["again"].texts and drawn["again"].texts[0] == "5"
+    assert "mc-tree-again" in {edge.id for edge in svg.edges(rendered, "tree")}
+    assert not svg.edges(rendered, "shared-module")

@@ -1,7 +1,7 @@
 """The registration tree of a module, as ``named_modules`` walks it.
 
 ``named_modules()`` gives the nodes and their pre-order DFS numbers (its memo drops the second path to a shared
-module); ``_modules`` gives the edges. A registered child whose path is not the one ``named_modules`` kept is a
+module; a DFS without memo yields it again, and that node is drawn, marked); ``_modules`` gives the edges. A registered child whose path is not the one ``named_modules`` kept is a
 second path to a shared module, drawn as a dashed edge. Parameters are deduplicated the way ``named_parameters``
 does it: the first module (in DFS order) that registers a parameter owns it, later ones share it.
 """
@@ -21,6 +21,7 @@ class TreeNode:
     module: object
     depth: int
     order: int  # 1-based position in named_modules() order
+    duplicate_of: str | None = None  # a module yielded twice (a DFS without memo): where it was yielded first
     parent: TreeNode | None = None
     children: list[TreeNode] = field(default_factory=list)
 
@@ -61,19 +62,20 @@ class ModuleTree:
         for order, (qualname, submodule) in enumerate(module.named_modules(), start=1):
             node = TreeNode(qualname, submodule, depth=qualname.count(".") + 1 if qualname else 0, order=order)
             self.nodes[qualname] = node
-            by_identity.setdefault(id(submodule), node)
+            first = by_identity.setdefault(id(submodule), node)
+            node.duplicate_of = None if first is node else first.qualname
         self.root = self.nodes[""]
         self.shared_modules: list[SharedModule] = []
         for node in self.nodes.values():
             for attr, child in introspect.children(node.module):
-                child_node = by_identity.get(id(child))
-                if child_node is None:
-                    continue  # named_modules did not yield it (e.g. a learner's DFS under construction)
-                if child_node.qualname == introspect.join(node.qualname, attr):
-                    child_node.parent = node
-                    node.children.append(child_node)
-                else:
-                    self.shared_modules.append(SharedModule(node.qualname, attr, child_node.qualname))
+                path = introspect.join(node.qualname, attr)
+                yielded_here = self.nodes.get(path)
+                if yielded_here is not None and yielded_here.module is child:
+                    yielded_here.parent = node
+                    node.children.append(yielded_here)
+                elif id(child) in by_identity:
+                    self.shared_modules.append(SharedModule(node.qualname, attr, by_identity[id(child)].qualname))
+                # else: named_modules did not yield it (e.g. a learner's DFS under construction)
         self.parameter_owner: dict[int, ParameterRef] = {}
         for node in self.nodes.values():
             for name, parameter in introspect.own_parameters(node.module):

@@ -32,6 +32,7 @@ COLOURS = {
     "shared": "#868e96",
     "shared_parameter": "#9c36b5",
     "collapsed": "#495057",
+    "duplicate": "#e03131",
     "missing": "#ffc9c9",
     "unexpected": "#d0bfff",
     "mismatch": "#ffd8a8",

@@ -220,6 +220,8 @@ class TreeDrawer:
         if not getattr(module, "training", True):
             classes.append("eval")
             attributes["fillcolor"] = style.COLOURS["node_eval"]
+        if node.duplicate_of is not None:
+            classes.append("duplicate")
         if shown.hidden:
             classes.append("collapsed")
         if shown.folded:
@@ -273,6 +275,9 @@ class TreeDrawer:
     def _chips(self, shown: Shown, size: float) -> list[str]:
         module = shown.node.module
         chips = []
+        if shown.node.duplicate_of is not None:
+            first = shown.node.duplicate_of or "(root)"
+            chips.append(style.chip(f"yielded again (first as {first})", style.COLOURS["duplicate"], size))
         if shown.folded:
             chips.append(style.chip(f"× {len(shown.folded)}", style.COLOURS["order"], size * 1.15))
         if not getattr(module, "training", True):
