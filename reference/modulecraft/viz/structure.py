@@ -1,9 +1,10 @@
 """The registration tree of a module, as ``named_modules`` walks it.
 
-``named_modules()`` gives the nodes and their pre-order DFS numbers (its memo drops the second path to a shared
-module; a DFS without memo yields it again, and that node is drawn, marked); ``_modules`` gives the edges. A registered child whose path is not the one ``named_modules`` kept is a
-second path to a shared module, drawn as a dashed edge. Parameters are deduplicated the way ``named_parameters``
-does it: the first module (in DFS order) that registers a parameter owns it, later ones share it.
+``named_modules()`` gives the nodes and their pre-order DFS numbers; ``_modules`` gives the edges. Its memo drops
+the second path to a shared module: a registered child whose path is not the one ``named_modules`` kept is drawn
+as a dashed edge to where it was kept (a DFS without memo yields it again; that node is drawn too, marked).
+Parameters are deduplicated the way ``named_parameters`` does it: the first module (in DFS order) that registers
+a parameter owns it, later ones share it.
 """
 
 from __future__ import annotations
