@@ -91,6 +91,11 @@ class LabServer:
         self.stop()
         raise RuntimeError(f"JupyterLab did not answer within {START_TIMEOUT} s:\n{self.log.read_text()}")
 
+    def logged_errors(self) -> list[str]:
+        """Error and critical lines, and tracebacks, in the server's log so far."""
+        return [line for line in self.log.read_text().splitlines()
+                if line.startswith(("[E ", "[C ")) or line.startswith("Traceback")]
+
     def kernel_state(self, notebook: str) -> str | None:
         for session in self.api("sessions"):
             if session["path"] == notebook:

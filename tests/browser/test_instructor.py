@@ -19,6 +19,7 @@ def test_the_formgrader_opens_from_the_nbgrader_menu_and_lists_the_chapters(page
     expect(formgrader.get_by_role("heading", name="Manage Assignments")).to_be_visible(timeout=30_000)
     expect(formgrader.locator("table")).to_contain_text(CHAPTER, timeout=30_000)
     assert not [e for e in page.errors if "nbgrader" in e.lower()], page.errors
+    assert instructor_lab.logged_errors() == []
 
 
 def test_create_assignment_shows_the_chapters_nbgrader_cells_and_points(page, instructor_lab):
@@ -35,3 +36,4 @@ def test_create_assignment_shows_the_chapters_nbgrader_cells_and_points(page, in
     expect(tool.locator(".nbgrader-TotalPointsInput")).to_have_value(f"{points:g}")
     expect(tool.locator(".nbgrader-CellWidget")).to_have_count(len(cells))
     assert not [e for e in page.errors if "nbgrader" in e.lower()], page.errors
+    assert instructor_lab.logged_errors() == []

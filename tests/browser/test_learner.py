@@ -95,6 +95,7 @@ def test_open_chapter_one_from_the_index_solve_it_run_all_and_see_the_tree_drawi
                                                                 timeout=120_000)
     expect(page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader")).to_have_count(0)  # instructors only
     assert not [e for e in page.errors if "nbgrader" in e.lower()], page.errors
+    assert lab.logged_errors() == []
 
 
 def test_a_typed_solution_passes_its_visible_test(page, lab, released, chapter, own_copy):
