@@ -73,6 +73,11 @@ OPERATIONS = {
     "assign a tensor to a buffer": lambda lib, m: setattr(m, "steps", lib.ones(1)),
     "assign a Buffer": lambda lib, m: setattr(m, "extra", lib.Buffer(lib.ones(1))),
     "assign a module": lambda lib, m: setattr(m, "extra", lib.nn.ReLU()),
+    "assign None to a parameter": lambda lib, m: setattr(m, "scale", None),
+    "assign None to a buffer": lambda lib, m: setattr(m, "steps", None),
+    "assign None to a module": lambda lib, m: setattr(m, "fc", None),
+    "delete a buffer": lambda lib, m: delattr(m, "steps"),
+    "dir": lambda lib, m: dir(m),
     "deepcopy": lambda lib, m: copy.deepcopy(m),
 }
 
