@@ -6,9 +6,10 @@ gets, before dropping to an unprivileged slot user (`modulecraft-grader-<n>`, on
 that their process limits and files stay apart):
 
 - its own PID namespace: when the kernel exits, every process it left behind (even `setsid()` ones) dies;
-- its own mount namespace: private `/tmp` and `/dev/shm`, the course source (hidden tests) and the grading
-  folder (gradebook, other submissions) hidden under empty mounts, and folders the unprivileged user could not
-  traverse (e.g. an interpreter or a clone under a 0700 home) re-exposed with only what the kernel needs.
+- its own mount namespace: private `/tmp` and `/dev/shm`; the grading folder (gradebook, other submissions)
+  and every repository folder it does not import from (course sources with hidden tests, `.git`, tests)
+  hidden under empty mounts; folders the unprivileged user could not traverse (e.g. an interpreter or a
+  clone under a 0700 home) re-exposed with only what the kernel needs.
 
 A wall-clock watchdog kills a kernel that outlives the notebook time limit.
 """
@@ -32,6 +33,7 @@ from jupyter_client.manager import AsyncKernelManager
 from traitlets.config import Config
 
 from . import config as course_config
+from .filelock import exclusive
 
 MEMORY_LIMIT_MB = int(os.environ.get("MODULECRAFT_KERNEL_MEMORY_MB", 2048))
 FILE_SIZE_LIMIT_MB = 64
@@ -115,7 +117,7 @@ def slot_user(slot: int) -> pwd.struct_passwd:
         return pwd.getpwnam(name)
     except KeyError:
         pass
-    with _exclusive(_state_dir() / "users.lock"):
+    with exclusive(_state_dir() / "users.lock"):
         try:
             return pwd.getpwnam(name)
         except KeyError:
@@ -129,18 +131,6 @@ def _state_dir() -> Path:
     STATE_DIR.mkdir(mode=0o711, exist_ok=True)
     STATE_DIR.chmod(0o711)  # kernels must traverse it to reach their working folder, not list it
     return STATE_DIR
-
-
-class _exclusive:
-    def __init__(self, path: Path):
-        self.path = path
-
-    def __enter__(self):
-        self.file = open(self.path, "a")
-        fcntl.flock(self.file, fcntl.LOCK_EX)
-
-    def __exit__(self, *exc):
-        self.file.close()
 
 
 class Sandbox:

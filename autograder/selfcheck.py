@@ -8,7 +8,6 @@ of every graded test cell with its feedback.
 from __future__ import annotations
 
 import dataclasses
-import fcntl
 import hashlib
 import json
 import os
@@ -19,6 +18,7 @@ from datetime import datetime
 from pathlib import Path
 
 from . import config as course_config
+from .filelock import exclusive
 
 LEARNER = "learner"
 
@@ -107,7 +107,7 @@ def check_notebook(notebook, chapter: str | None = None, source=None) -> CheckRe
                                 f"(one of {sorted(p.name for p in source.iterdir() if p.is_dir())})")
     cache = cache_folder(source)
     sandbox.prepare(workers=1)
-    with _locked(cache / ".lock"):
+    with exclusive(cache / ".lock"):
         root = cache / f"{chapter}-{_sha256(source_notebook)[:16]}"  # a new grading folder per chapter version
         if not (root / "release" / chapter).is_dir():
             for stale in cache.glob(f"{chapter}-*"):
@@ -152,18 +152,3 @@ def cache_folder(source: Path) -> Path:
 
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-class _locked:
-    """An exclusive lock file: two checks at once share one grading folder safely."""
-
-    def __init__(self, path: Path):
-        self.path = path
-
-    def __enter__(self):
-        self.file = open(self.path, "a")
-        fcntl.flock(self.file, fcntl.LOCK_EX)
-
-    def __exit__(self, *exc):
-        fcntl.flock(self.file, fcntl.LOCK_UN)
-        self.file.close()
