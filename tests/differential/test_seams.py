@@ -15,8 +15,8 @@ SEAMS = (
     "named_modules", "modules", "named_children", "children", "_named_members", "named_parameters",
     "parameters", "named_buffers", "buffers", "register_parameter", "register_buffer", "add_module",
     "_apply", "_save_to_state_dict", "_load_from_state_dict", "_call_impl", "forward", "extra_repr",
-    "state_dict", "train", "_get_name",
-)
+    "state_dict", "train", "_get_name", "__setattr__", "__delattr__",
+)  # not __getattr__: torch also reaches it through details with no numpy counterpart (zero_grad's `_is_replica`)
 
 
 def spied_model(lib, calls):
