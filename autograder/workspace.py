@@ -127,6 +127,9 @@ class Report:
     offered: list[tuple[str, str]] = field(default_factory=list)  # (the learner's file, the new version next to it)
     up_to_date: list[str] = field(default_factory=list)
 
+    def changes(self) -> int:
+        return len(self.added) + len(self.refreshed) + len(self.offered)
+
     def __str__(self) -> str:
         lines = [f"Your workspace: {self.workspace}"]
         lines += [f"  added      {path}" for path in self.added]
@@ -163,12 +166,15 @@ def prepare(workspace: Path = DEFAULT_WORKSPACE, source: Path = COURSE_SOURCE) -
     if stale:
         with tempfile.TemporaryDirectory(prefix="modulecraft-release-") as scratch:
             for chapter, notebook in _release(stale, source, Path(scratch)).items():
-                released = Path(notebook).parent
+                released, changes = Path(notebook).parent, report.changes()
                 for path in sorted(_files(released)):
                     relative = Path(chapter) / path.relative_to(released)
                     _place(workspace, relative, path.read_bytes(), manifest, report, ours=False)
+                if report.changes() == changes:  # the course changed, but not what learners see
+                    report.up_to_date.append(chapter)
                 manifest.chapters[chapter] = versions[chapter]
                 manifest.save()
+            report.up_to_date.sort()
     index = nbformat.writes(index_notebook(workspace, chapters)).encode()
     _place(workspace, Path(INDEX), index, manifest, report, ours=True)
     manifest.save()

@@ -78,6 +78,18 @@ def test_an_untouched_learner_notebook_is_not_replaced_either(course):
     assert report.offered == [("02_beta/02_beta.ipynb", "02_beta/02_beta.updated.ipynb")]
 
 
+def test_a_course_change_learners_cannot_see_offers_nothing(course):
+    source, workspace = course
+    before = files(workspace)
+    path = source / "02_beta" / "02_beta.ipynb"
+    path.write_text(path.read_text().replace("answer() + 1 == 43", "answer() - 1 == 41"))  # a hidden test
+
+    report = prepare(workspace, source)
+
+    assert files(workspace) == before
+    assert (report.added, report.offered, report.up_to_date) == ([], [], CHAPTERS)
+
+
 def test_new_chapters_are_added_and_existing_ones_left_alone(course):
     source, workspace = course
     my_work = edit_solution(workspace / "01_alpha" / "01_alpha.ipynb", "def answer():\n    return 42")
