@@ -19,8 +19,6 @@ ARTIFACTS = REPO / "test-artifacts" / "browser"
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                   "--no-first-run", "--disable-dev-shm-usage"]
 
-pytestmark = pytest.mark.browser
-
 
 def chromium_executable() -> str | None:
     for name in ("chromium", "chromium-browser", "google-chrome"):

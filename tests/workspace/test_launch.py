@@ -6,9 +6,9 @@ import os
 
 import nbformat
 import pytest
-from toy_course import nbgrader_cell
 from nbformat.v4 import new_code_cell, new_notebook
 from nbgrader.validator import Validator
+from toy_course import nbgrader_cell
 from traitlets.config.loader import PyFileConfigLoader
 
 import autograder.workspace as workspace_module

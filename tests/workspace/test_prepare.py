@@ -4,10 +4,13 @@ from __future__ import annotations
 import json
 
 import nbformat
-from toy_course import CHAPTERS, write_chapter
+import pytest
 from nbgrader import utils as nbgrader_utils
+from toy_course import CHAPTERS, write_chapter
 
 from autograder.workspace import INDEX, exercise_progress, prepare, progress_table
+
+pytestmark = pytest.mark.slow  # real nbgrader releases
 
 
 def files(folder):
