@@ -126,6 +126,23 @@ def test_an_offer_the_learner_has_not_opened_is_refreshed_but_one_they_edited_is
     assert report.offered == [("01_alpha/01_alpha.ipynb", "01_alpha/01_alpha.updated-2.ipynb")]
 
 
+def test_a_chapter_nbgrader_cannot_generate_is_reported_and_the_others_still_update(course):
+    source, workspace = course
+    broken = nbformat.read(source / "01_alpha" / "01_alpha.ipynb", as_version=4)
+    broken.cells[2].metadata.nbgrader["grade_id"] = "answer"  # the solution cell's id: invalid metadata
+    nbformat.write(broken, source / "01_alpha" / "01_alpha.ipynb")
+    write_chapter(source, "03_gamma")
+    before = (workspace / "01_alpha" / "01_alpha.ipynb").read_bytes()
+
+    report = prepare(workspace, source)
+
+    assert [chapter for chapter, _ in report.failed] == ["01_alpha"]
+    assert "ValidationError" in report.failed[0][1] and "FAILED     01_alpha" in str(report)
+    assert (workspace / "01_alpha" / "01_alpha.ipynb").read_bytes() == before
+    assert report.added == ["03_gamma/03_gamma.ipynb"]
+    assert "01_alpha" not in prepare(workspace, source).up_to_date, "a failed chapter is tried again next time"
+
+
 def test_a_deleted_chapter_notebook_comes_back(course):
     source, workspace = course
     (workspace / "02_beta" / "02_beta.ipynb").unlink()
