@@ -4,9 +4,12 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from .backends import backend
 from .models import set_values
-from .observe import differential, raises
+from .observe import differential, observe, raises
 
 LAZY_LAYERS = {
     "LazyLinear": (lambda nn: nn.LazyLinear(3), (2, 5)),
@@ -114,3 +117,23 @@ def test_uninitialized_parameter(lib):
     trace += [type(param), param.shape, param.dtype, param.requires_grad, lib.is_lazy(param),
               type(frozen), frozen.shape, frozen.dtype, frozen.requires_grad]
     return trace
+
+
+def lazy_life_cycle(lib, layer, shape, load_first):
+    """Materialise a lazy layer by loading a trained twin's state or by calling it, then call it once more."""
+    module, twin = make_lazy(lib, layer), make_lazy(lib, layer)
+    twin(lib.arange(*shape))
+    set_values(lib, twin)
+    if load_first:
+        module.load_state_dict(twin.state_dict())
+    first = module(lib.arange(*shape))
+    return observe((lazy_state(lib, module), first.shape, module(lib.arange(*shape)) if load_first else None),
+                   lib, oracle=lib.name == "torch")
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from(["LazyLinear", "LazyBatchNorm1d"]), st.lists(st.integers(2, 5), min_size=2, max_size=3),
+       st.booleans())
+def test_lazy_life_cycle_on_random_shapes_matches_torch(layer, shape, load_first):
+    assert lazy_life_cycle(backend("modulecraft"), layer, shape, load_first) == \
+        lazy_life_cycle(backend("torch"), layer, shape, load_first)
