@@ -79,22 +79,14 @@ def pytest_runtest_makereport(item, call):
     return report
 
 
-def _chapter_source(tmp: Path, chapters: list[str]) -> Path:
-    """A course source with only `chapters` (the browser tests need one; releasing all would cost time)."""
-    missing = [c for c in chapters if not (COURSE_SOURCE / c / f"{c}.ipynb").is_file()]
-    if missing:
-        pytest.fail(f"the browser tests need chapter(s) {missing} in {COURSE_SOURCE}")
-    source = tmp / "source"
-    for chapter in chapters:
-        shutil.copytree(COURSE_SOURCE / chapter, source / chapter)
-    return source
-
-
 @pytest.fixture(scope="session")
 def learner_workspace(tmp_path_factory) -> Path:
-    tmp = tmp_path_factory.mktemp("learner")
-    workspace = tmp / "workspace"
-    prepare(workspace, _chapter_source(tmp, [CHAPTER]))
+    """The learner's workspace as `make lab` builds it: every chapter of the course."""
+    if not (COURSE_SOURCE / CHAPTER / f"{CHAPTER}.ipynb").is_file():
+        pytest.fail(f"the browser tests need chapter {CHAPTER} in {COURSE_SOURCE}")
+    workspace = tmp_path_factory.mktemp("learner") / "workspace"
+    report = prepare(workspace, COURSE_SOURCE)
+    assert not report.failed, report
     return workspace
 
 
@@ -125,6 +117,5 @@ def lab(learner_lab):
 
 @pytest.fixture(scope="session")
 def instructor_lab(request, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("instructor")
-    course = Course(tmp / "course", source=_chapter_source(tmp, [CHAPTER]))
+    course = Course(tmp_path_factory.mktemp("instructor") / "course", source=COURSE_SOURCE)
     yield from _serve(request, course.root, "instructor", tmp_path_factory.mktemp("instructor-jupyter"))

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from jupyterlab_driver import CHAPTER, COURSE_SOURCE, Notebook
+from jupyterlab_driver import CHAPTER, Notebook
 from playwright.sync_api import expect
+from solutions import solutions
 
 from autograder.workspace import chapter_title
 
@@ -34,10 +35,6 @@ class Chapter:
         return [i for i in range(self.first_solution, self.first_test + 1) if released.cells[i].cell_type == "code"]
 
 
-def without_solution_markers(source: str) -> str:
-    return "\n".join(line for line in source.splitlines() if not re.match(r"\s*### (BEGIN|END) SOLUTION", line))
-
-
 @pytest.fixture(scope="module")
 def released(learner_workspace) -> nbformat.NotebookNode:
     return nbformat.read(learner_workspace / NOTEBOOK, as_version=4)
@@ -45,15 +42,12 @@ def released(learner_workspace) -> nbformat.NotebookNode:
 
 @pytest.fixture(scope="module")
 def chapter(released) -> Chapter:
-    source = {c.metadata.nbgrader["grade_id"]: c.source
-              for c in nbformat.read(COURSE_SOURCE / NOTEBOOK, as_version=4).cells if "nbgrader" in c.metadata}
     meta = [cell.metadata.get("nbgrader", {}) for cell in released.cells]
-    solutions = {i: without_solution_markers(source[m["grade_id"]])
-                 for i, m in enumerate(meta) if m.get("solution") and not m.get("grade")}
-    first, second = (sorted(solutions) + [len(meta)])[:2]
+    solved = solutions(CHAPTER, released)
+    first, second = (sorted(solved) + [len(meta)])[:2]
     first_test = next(i for i, m in enumerate(meta) if i > first and m.get("grade"))
     first_tests = {m["grade_id"]: m["points"] for m in meta[first:second] if m.get("grade")}
-    return Chapter(solutions, first_test, first_tests, sum(m.get("points", 0) for m in meta if m.get("grade")),
+    return Chapter(solved, first_test, first_tests, sum(m.get("points", 0) for m in meta if m.get("grade")),
                    len(meta) - 1)
 
 
