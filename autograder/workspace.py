@@ -318,6 +318,9 @@ def progress_table(workspace: Path, chapters: list[str]) -> str:
         score = last_self_check(notebook)
         if score:
             status += f", last self-check {score}"
+        offers = sorted(path.parent.glob(f"{chapter}.updated*.ipynb"))
+        if offers:
+            status += ", new version: " + ", ".join(f"[{offer.name}]({chapter}/{offer.name})" for offer in offers)
         rows.append(f"| {number} | [{chapter_title(notebook, chapter)}]({link}) | {status} |")
     return "\n".join(rows)
 

@@ -66,6 +66,8 @@ def test_a_modified_learner_notebook_is_kept_and_the_update_is_offered_next_to_i
     assert report.offered == [("01_alpha/01_alpha.ipynb", "01_alpha/01_alpha.updated.ipynb")]
     assert "01_alpha/01_alpha.updated.ipynb" in str(report) and "your copy is untouched" in str(report)
     assert report.up_to_date == ["02_beta"]
+    index = (workspace / INDEX).read_text()
+    assert "new version: [01_alpha.updated.ipynb](01_alpha/01_alpha.updated.ipynb)" in index
 
 
 def test_an_untouched_learner_notebook_is_not_replaced_either(course):
