@@ -123,18 +123,16 @@ def _write_atomically(target: Path, data: bytes) -> None:
 class Report:
     workspace: Path
     added: list[str] = field(default_factory=list)
-    refreshed: list[str] = field(default_factory=list)  # our own files (index, earlier offers) brought up to date
     offered: list[tuple[str, str]] = field(default_factory=list)  # (the learner's file, the new version next to it)
     up_to_date: list[str] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)  # (chapter, why nbgrader could not generate it)
 
     def changes(self) -> int:
-        return len(self.added) + len(self.refreshed) + len(self.offered)
+        return len(self.added) + len(self.offered)
 
     def __str__(self) -> str:
         lines = [f"Your workspace: {self.workspace}"]
         lines += [f"  added      {path}" for path in self.added]
-        lines += [f"  refreshed  {path}" for path in self.refreshed]
         for theirs, offer in self.offered:
             lines.append(f"  UPDATED    {theirs}: the new version is {offer} (your copy is untouched)")
         if self.up_to_date:
@@ -213,8 +211,8 @@ def _place(workspace: Path, relative: Path, data: bytes, manifest: Manifest, rep
     """Put `data` at `relative` without ever destroying the learner's work.
 
     A missing file is written. A file with the same content is left alone. Otherwise the file is replaced only
-    when it is `ours` (the index, an earlier offer) and nobody changed it since we wrote it; a learner's file
-    stays as it is and the new version is offered next to it.
+    when it is `ours` (the index) and nobody changed it since we wrote it; a learner's file stays as it is and
+    the new version is offered next to it (reusing an earlier offer the learner has not touched).
     """
     target = workspace / relative
     new = fingerprint_of(relative.name, data)
@@ -228,8 +226,6 @@ def _place(workspace: Path, relative: Path, data: bytes, manifest: Manifest, rep
         return
     if ours and manifest.written.get(str(relative)) == current:
         _write(workspace, relative, data, manifest)
-        if relative.name != INDEX:
-            report.refreshed.append(str(relative))
         return
     offer = _offer_path(workspace, relative, manifest, new)
     if not (workspace / offer).exists() or fingerprint(workspace / offer) != new:
