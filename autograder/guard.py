@@ -28,7 +28,7 @@ class _Stranger:
 
 
 class Guard:
-    def __init__(self):
+    def __init__(self, cell_deadline=None):
         import numpy  # the tests' numpy, imported before any student code runs
         try:
             import modulecraft.checks as checks
@@ -50,7 +50,9 @@ class Guard:
         self._watch(type(sys.stdout), "sys.stdout's type", ["write", "flush"])
         self._watch(Guard, "the guard", ["verify", "_problems", "_report", "snapshot"])
         self.bound_modules = {}  # names bound to modules by the course's locked cells
-        self.ipython = _ipython_hooks()
+        if cell_deadline:
+            _stop_cells_after(cell_deadline)
+        self.ipython = _ipython_hooks()  # after our own hooks: only others' count as tampering
 
     def _watch(self, owner, owner_name, names):
         for name in names:
@@ -140,6 +142,40 @@ def _ipython_hooks():
     }
 
 
-def install():
+def _stop_cells_after(seconds):
+    """Raise KeyboardInterrupt in a cell still running `seconds` after it started.
+
+    The grader interrupts a cell at the time limit with SIGINT, which a cell can ignore; nbclient then gives up
+    on the whole notebook. Raised from a timer thread into the main thread, the KeyboardInterrupt ends such a
+    cell too, so the rest of the notebook is still graded."""
+    import ctypes
+    import threading
+
+    main = threading.main_thread().ident
+    timers = []
+
+    def interrupt():
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(main), ctypes.py_object(KeyboardInterrupt))
+
+    def start(*_):
+        timers.append(threading.Timer(seconds, interrupt))
+        timers[-1].daemon = True
+        timers[-1].start()
+
+    def stop(*_):
+        while timers:
+            timers.pop().cancel()
+
+    shell = _shell()
+    shell.events.register("pre_run_cell", start)
+    shell.events.register("post_run_cell", stop)
+
+
+def _shell():
+    from IPython import get_ipython
+    return get_ipython()
+
+
+def install(cell_deadline=None):
     """Called by the grader's first cell, before any student code."""
-    return Guard()
+    return Guard(cell_deadline)

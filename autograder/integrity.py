@@ -23,6 +23,7 @@ from nbgrader import utils
 from nbgrader.preprocessors import ClearHiddenTests
 from traitlets.config import Config
 
+from . import config as course_config
 from .guard import MARK
 
 UNGRADABLE = ("not a valid notebook", "not a notebook of chapter", "no notebook was submitted")
@@ -165,8 +166,11 @@ class InsertGuard(NbGraderPreprocessor):
     """Guard cells: install first, snapshot after each locked course cell, verify before each test cell."""
 
     def preprocess(self, nb, resources):
+        # A second after the grader's interrupt at the cell time limit, within nbclient's 4 s wait for the cell.
+        deadline = course_config.CELL_TIMEOUT + 1
         cells = [_guard_cell("install", "import autograder.guard as _mc_guard_module\n"
-                                        "_mc_guard = _mc_guard_module.install()\ndel _mc_guard_module")]
+                                        f"_mc_guard = _mc_guard_module.install(cell_deadline={deadline})\n"
+                                        "del _mc_guard_module")]
         for cell in nb.cells:
             if cell.cell_type == "code" and _is_test(cell):
                 nonce = secrets.token_hex(16)

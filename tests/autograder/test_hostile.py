@@ -74,6 +74,7 @@ for target in [{str(course.root / 'gradebook.db')!r}, {str(course.source.parent 
 
 
 IGNORES_SIGINT = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass"
+SWALLOWS_INTERRUPTS = "while True:\n    try:\n        while True:\n            pass\n    except BaseException:\n        pass"
 MEMORY_BOMB = "hog = []\nwhile True:\n    hog.append(bytearray(50 * 2**20))"
 FORK_LOOP = "import subprocess\nchildren = [subprocess.Popen(['sleep', '120']) for _ in range(200)]"  # bounded
 HUGE_OUTPUT = "for _ in range(100_000):\n    print('spam ' * 40)\n" + GOOD_ADD
@@ -83,7 +84,8 @@ ALWAYS_EQUAL = "class Always:\n    def __eq__(self, other):\n        return True
 SUBMISSIONS = {
     "good": (cells(), 5, "graded", None),
     "infinite-loop": (cells(add="while True:\n    pass"), 3, "graded", "time limit"),
-    "ignores-sigint": (cells(add=IGNORES_SIGINT), 0, "needs review", "ignored the interrupt"),
+    "ignores-sigint": (cells(add=IGNORES_SIGINT), 3, "graded", "time limit"),  # stopped by the guard's timer
+    "swallows-interrupts": (cells(add=SWALLOWS_INTERRUPTS), 0, "needs review", "ignored the interrupt"),
     "os-exit": (cells(add="import os\nos._exit(1)"), 0, "needs review", "kernel died"),
     "memory-bomb": (cells(add=MEMORY_BOMB), 3, "graded", None),
     "fork-loop": (cells(add=FORK_LOOP), 3, "graded", None),
