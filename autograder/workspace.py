@@ -425,9 +425,16 @@ def launch_instructor(course_root: Path, lab_args: list[str]) -> None:
     _exec_lab(root, "", "instructor", lab_args)
 
 
-def _exec_lab(root: Path, open_path: str, role: str, lab_args: list[str]) -> None:
-    env = dict(os.environ, **jupyter_environment(root / STATE_DIR / f"jupyter-{role}", role))
+def lab_environment(state: Path, role: str) -> dict[str, str]:
+    """This process's environment with the private Jupyter configuration of `role` (see `jupyter_environment`),
+    and this Python's tools on PATH for nbgrader's server extensions."""
+    env = {**os.environ, **jupyter_environment(state, role)}
     env["PATH"] = path_with_python_tools(env.get("PATH", ""))
+    return env
+
+
+def _exec_lab(root: Path, open_path: str, role: str, lab_args: list[str]) -> None:
+    env = lab_environment(root / STATE_DIR / f"jupyter-{role}", role)
     command = lab_command(root, open_path, lab_args)
     os.chdir(root)  # nbgrader's server extensions also read nbgrader_config.py from the working directory
     os.execve(command[0], command, env)

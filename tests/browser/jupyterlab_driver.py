@@ -21,7 +21,7 @@ from playwright.sync_api import Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from autograder.config import GRADING_ENV_VAR
-from autograder.workspace import jupyter_environment, lab_command, path_with_python_tools
+from autograder.workspace import lab_command, lab_environment
 
 REPO = Path(__file__).resolve().parents[2]
 COURSE_SOURCE = REPO / "course" / "source"
@@ -43,8 +43,7 @@ class LabServer:
 
     def __init__(self, root: Path, role: str, state: Path, log: Path, extra_env: dict[str, str]):
         self.root, self.port, self.token = Path(root), free_port(), secrets.token_hex(16)
-        env = {**os.environ, **jupyter_environment(state, role), **extra_env}
-        env["PATH"] = path_with_python_tools(env.get("PATH", ""))
+        env = {**lab_environment(state, role), **extra_env}
         env.pop(GRADING_ENV_VAR, None)  # the learner's kernels run the self-check
         # Every cell in the DOM, in order (the tests address cells by their index in the notebook file); no
         # news pop-up over the page.
