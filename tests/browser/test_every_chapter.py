@@ -26,6 +26,7 @@ def test_the_solved_chapter_runs_in_jupyterlab_and_self_checks_full_marks(page, 
     assert [i for i, prompt in enumerate(prompts) if prompt.startswith("[") and not re.match(r"\[\d+\]", prompt)] == []
     outputs = notebook.panel.locator(".jp-OutputArea-output")
     expect(outputs.filter(has_text="Cannot display")).to_have_count(0)  # untrusted or unrenderable outputs
+    expect(outputs.filter(has_text="Error displaying widget")).to_have_count(0)  # the steppers' ipywidgets
     report = notebook.output_text(len(prompts) - 1)
     total = re.search(r"^Total: (\S+)/(\S+)$", report, re.M)
     assert total and total.group(1) == total.group(2), report
