@@ -60,6 +60,10 @@ class Backend:
     def to_numpy(self, x) -> np.ndarray:
         raise NotImplementedError
 
+    def clone(self, x):
+        """A copy of `x` as a plain tensor/array: traces are observed after the scenario, so snapshot with this."""
+        raise NotImplementedError
+
     def copy_into(self, target, values) -> None:
         """Overwrite `target`'s values in place (a parameter keeps its identity)."""
         raise NotImplementedError
@@ -93,6 +97,9 @@ class TorchBackend(Backend):
     def to_numpy(self, x):
         return x.detach().cpu().numpy()
 
+    def clone(self, x):
+        return x.detach().clone()
+
     def copy_into(self, target, values):
         with self.torch.no_grad():
             target.copy_(self.torch.as_tensor(np.asarray(values)))
@@ -124,6 +131,9 @@ class ModulecraftBackend(Backend):
 
     def to_numpy(self, x):
         return np.asarray(x)
+
+    def clone(self, x):
+        return np.array(x, copy=True)
 
     def copy_into(self, target, values):
         target[...] = values

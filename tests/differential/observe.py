@@ -4,7 +4,8 @@ A scenario `def test_x(lib): ...` returns a trace: any nesting of lists, tuples,
 maps the trace of each library onto plain Python data after this documented normalisation, and the decorator asserts
 the two are equal:
 
-- tensors and arrays become ("Parameter" or "array", dtype name, shape, values rounded to 4 decimals, NaN as "nan");
+- tensors and arrays become ("Parameter" or "array", dtype name, shape, values), the values equal within float32
+  precision (relative 1e-5; NaN equals NaN);
 - dtypes become their numpy name (`torch.float32` and `numpy.float32` are both "float32"); in strings, torch's
   `torch.float32` / `torch.FloatTensor` spellings are rewritten the same way (reprs of ParameterList/Dict), and
   shapes written `torch.Size([3, 2])` become Python's `(3, 2)` (load_state_dict's size-mismatch lines);
@@ -91,13 +92,27 @@ def _type_name(cls: type) -> str:
     return cls.__name__
 
 
+class Numbers:
+    """The values of an array, equal to another's within float32 precision (the libraries may round differently)."""
+
+    def __init__(self, array: np.ndarray):
+        self.array = array
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, Numbers) or self.array.shape != other.array.shape:
+            return False
+        if self.array.dtype.kind == "f" or other.array.dtype.kind == "f":
+            return np.allclose(self.array, other.array, rtol=1e-5, atol=1e-6, equal_nan=True)
+        return np.array_equal(self.array, other.array)
+
+    def __repr__(self) -> str:
+        return repr(np.round(self.array, 4).tolist() if self.array.dtype.kind == "f" else self.array.tolist())
+
+
 def _observe_tensor(value, lib):
     kind = "Parameter" if isinstance(value, lib.Parameter) else "array"
     array = lib.to_numpy(value)
-    values = np.round(array.astype(np.float64), 4) if array.dtype.kind in "fiub" else array
-    if values.dtype.kind == "f" and np.isnan(values).any():
-        values = np.where(np.isnan(values), "nan", values.astype(object))
-    return (kind, _dtype_name(value.dtype), tuple(array.shape), values.tolist())
+    return (kind, _dtype_name(value.dtype), tuple(array.shape), Numbers(array.copy()))
 
 
 def observe(value, lib, oracle: bool):
