@@ -5,7 +5,8 @@
 A class of N students x the chapters (a third solved, a third with a typical wrong implementation from
 tests/course/wrong_implementations/, a third blank) is released and submitted once, then copied into two
 grading folders. Stock: one `nbgrader autograde <chapter>` command per chapter, each grading the whole class
-one notebook after another (the cheapest way to run stock nbgrader on a class). Ours: `Course.grade`, a
+one notebook after another (the cheapest way to run stock nbgrader on a class), or with --stock-per-student
+one command per student and chapter. Ours: `Course.grade`, a
 pool of as many workers as cores, each kernel sandboxed and guarded. The two alternate chapter by chapter,
 so that other work on the machine weighs on both alike. Prints both times, the ratio, and whether every
 score is identical.
@@ -44,15 +45,17 @@ def generate_class(course: Course, students: int, chapters: list[str], scratch: 
             course.submit(f"student{n:03d}", chapter, scratch / "submission.ipynb")
 
 
-def grade_stock(root: Path, chapter: str) -> float:
-    """`nbgrader autograde <chapter>`: the whole class, one notebook after another, in one command."""
+def grade_stock(root: Path, chapter: str, students: list[str] | None) -> float:
+    """`nbgrader autograde <chapter>` for the whole class in one command, or one command per student."""
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    commands = ([["nbgrader", "autograde", chapter, "--force"]] if students is None else
+                [["nbgrader", "autograde", chapter, "--student", student, "--force"] for student in students])
     started = time.monotonic()
-    done = subprocess.run(["nbgrader", "autograde", chapter, "--force"], cwd=root, env=env,
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        print(done.stderr[-3000:], file=sys.stderr)
-        raise SystemExit(f"stock nbgrader autograde {chapter} failed")
+    for command in commands:
+        done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            print(done.stderr[-3000:], file=sys.stderr)
+            raise SystemExit(f"stock {' '.join(command)} failed")
     return time.monotonic() - started
 
 
@@ -66,6 +69,8 @@ def main() -> None:
     parser.add_argument("--chapters", nargs="*", help="default: every chapter")
     parser.add_argument("--workers", type=int, help="ours: parallel notebooks (default: number of cores)")
     parser.add_argument("--keep", type=Path, help="keep the grading folders in this folder")
+    parser.add_argument("--stock-per-student", action="store_true",
+                        help="run stock nbgrader as one command per student and chapter (as its formgrader does)")
     args = parser.parse_args()
 
     scratch = Path(tempfile.mkdtemp(prefix="bench-grading-")) if args.keep is None else args.keep
@@ -86,7 +91,7 @@ def main() -> None:
     stock_seconds = ours_seconds = 0.0
     flagged = []
     for chapter in chapters:
-        stock_chapter = grade_stock(stock.root, chapter)
+        stock_chapter = grade_stock(stock.root, chapter, students if args.stock_per_student else None)
         report = ours.grade(students, [chapter], workers=args.workers)
         stock_seconds += stock_chapter
         ours_seconds += report.seconds
@@ -99,8 +104,10 @@ def main() -> None:
     print()
     print(f"class: {len(students)} students x {len(chapters)} chapters = {notebooks} notebooks, "
           f"{os.cpu_count()} cores")
-    print(f"stock nbgrader autograde: {stock_seconds:8.1f} s  ({stock_seconds / notebooks:.2f} s per notebook)")
-    print(f"ours (Course.grade):      {ours_seconds:8.1f} s  ({ours_seconds / notebooks:.2f} s per notebook)")
+    mode = "one command per student" if args.stock_per_student else "one command per chapter"
+    print(f"stock nbgrader autograde ({mode}): {stock_seconds:8.1f} s  ({stock_seconds / notebooks:.2f} s per notebook)")
+    print(f"ours (Course.grade, {args.workers or os.cpu_count()} workers): {ours_seconds:8.1f} s  "
+          f"({ours_seconds / notebooks:.2f} s per notebook)")
     print(f"ratio: ours is {stock_seconds / ours_seconds:.2f}x faster")
     print(f"scores identical: {not different} ({len(stock_scores) - len(different)}/{len(stock_scores)} submissions)")
     for key in different[:10]:
