@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import runpy
 import shutil
 import subprocess
 import sys
@@ -26,13 +25,13 @@ from pathlib import Path
 from autograder import synthetic
 from autograder.course import Course
 
-WRONG = Path(__file__).resolve().parent.parent / "tests" / "course" / "wrong_implementations"
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repo root, for the tests' wrong implementations
+from tests.course.course_chapters import wrong_implementations  # noqa: E402
 
 
 def generate_class(course: Course, students: int, chapters: list[str], scratch: Path) -> None:
     for chapter in chapters:
-        path = WRONG / f"{chapter}.py"
-        mistakes = runpy.run_path(str(path))["WRONG_IMPLEMENTATIONS"] if path.exists() else []
+        mistakes = wrong_implementations(chapter)
         for n in range(students):
             kind = ("solved", "wrong", "blank")[n % 3]
             if kind == "wrong" and mistakes:

@@ -3,24 +3,21 @@
 Every chapter solved scores full marks, blank scores zero, and a typical wrong implementation (the first
 of `tests/course/wrong_implementations/<chapter>.py`) loses points; none of them is held for review.
 """
-import runpy
-from pathlib import Path
-
 import pytest
 
 from autograder import synthetic
 from autograder.config import COURSE_SOURCE
 from autograder.course import Course
+from tests.course.course_chapters import wrong_implementations
 
 pytestmark = pytest.mark.slow
 
-WRONG = Path(__file__).parent.parent / "course" / "wrong_implementations"
 CHAPTERS = sorted(p.parent.name for p in COURSE_SOURCE.glob("*/*.ipynb") if p.stem == p.parent.name)
 
 
 def first_mistake(chapter):
-    path = WRONG / f"{chapter}.py"
-    return runpy.run_path(str(path))["WRONG_IMPLEMENTATIONS"][0] if path.exists() else None
+    mistakes = wrong_implementations(chapter)
+    return mistakes[0] if mistakes else None
 
 
 @pytest.fixture(scope="module")

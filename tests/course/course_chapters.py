@@ -45,8 +45,39 @@ def exercise_test_cells(solution_id: str, graded: dict[str, float]) -> list[str]
 
 
 def wrong_implementations(chapter: str) -> list[dict]:
+    """The chapter's mistakes, each with its whole replacement cell in `source` (an entry given as `edits` of the
+    solution is resolved against the solution cell in the source notebook; see wrong_implementations/README.md)."""
     path = WRONG_DIR / f"{chapter}.py"
-    return runpy.run_path(str(path))["WRONG_IMPLEMENTATIONS"] if path.exists() else []
+    entries = runpy.run_path(str(path))["WRONG_IMPLEMENTATIONS"] if path.exists() else []
+    notebook = read_notebook(chapter) if any("edits" in entry for entry in entries) else None
+    return [_resolved(entry, notebook, f"{path.name} [{entry.get('mistake')}]") for entry in entries]
+
+
+def _resolved(entry: dict, notebook, where: str) -> dict:
+    if ("source" in entry) == ("edits" in entry):
+        raise ValueError(f"{where}: give exactly one of source= or edits=")
+    if "source" in entry:
+        return entry
+    return {**entry, "source": edited(solution_source(notebook, entry["grade_id"]), entry["edits"], where)}
+
+
+def solution_source(notebook, grade_id: str) -> str:
+    """The solution cell `grade_id` as a learner who wrote the solution would submit it (markers dropped)."""
+    cells = [c for c in notebook.cells if nbgrader_meta(c).get("solution") and nbgrader_meta(c)["grade_id"] == grade_id]
+    if len(cells) != 1:
+        raise KeyError(f"no solution cell with grade_id {grade_id!r}")
+    return "\n".join(line for line in cells[0].source.splitlines() if line.strip() not in SOLUTION_MARKERS)
+
+
+def edited(source: str, edits, where: str = "edits") -> str:
+    """`source` with each (old, new) of `edits` applied in turn; every `old` must occur exactly once."""
+    for old, new in edits:
+        found = source.count(old) if old else 0
+        if found != 1:
+            raise ValueError(f"{where}: {old!r} occurs {found} times in the solution, not exactly once "
+                             "(has the solution changed?)")
+        source = source.replace(old, new)
+    return source
 
 
 SOLUTION_MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
@@ -57,8 +88,8 @@ def solved(released, source) -> nbformat.NotebookNode:
     copy = nbformat.from_dict(released)
     for cell in source.cells:
         if nbgrader_meta(cell).get("solution"):
-            written = [line for line in cell.source.splitlines() if line.strip() not in SOLUTION_MARKERS]
-            copy = with_cell_replaced(copy, nbgrader_meta(cell)["grade_id"], "\n".join(written))
+            copy = with_cell_replaced(copy, nbgrader_meta(cell)["grade_id"],
+                                      solution_source(source, nbgrader_meta(cell)["grade_id"]))
     return copy
 
 

@@ -2,13 +2,13 @@
 and grading commands that exist."""
 
 import re
-import runpy
 from pathlib import Path
 
 import pytest
 
 from autograder import demo
 from autograder.cli import COMMANDS
+from tests.course.course_chapters import wrong_implementations
 
 ROOT = Path(__file__).resolve().parents[2]
 GUIDE = (ROOT / "course" / "INSTRUCTORS.md").read_text()
@@ -28,7 +28,7 @@ def test_every_chapter_has_a_section_with_its_real_mistakes(chapter):
     wrong_file = WRONG / f"{chapter}.py"
     if not wrong_file.exists():
         pytest.skip(f"no wrong implementations for {chapter} yet")
-    known = {wrong["mistake"] for wrong in runpy.run_path(str(wrong_file))["WRONG_IMPLEMENTATIONS"]}
+    known = {wrong["mistake"] for wrong in wrong_implementations(chapter)}
     assert named <= known, f"labels in the guide that {wrong_file.name} does not have: {sorted(named - known)}"
     assert len(named) >= min(2, len(known)), f"name the typical mistakes of {chapter}: {sorted(known)}"
 
