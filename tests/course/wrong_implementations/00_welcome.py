@@ -48,31 +48,18 @@ def count_parameters(module):
         grade_id="c00_tiny_mlp",
         mistake="no-super-init",
         feedback="cannot assign module before Module.__init__() call",
-        source='''
-class TinyMLP(nn.Module):
-    def __init__(self, inputs, hidden, outputs):
-        self.hidden = nn.Linear(inputs, hidden)
-        self.activation = nn.ReLU()
-        self.output = nn.Linear(hidden, outputs)
-
-    def forward(self, x):
-        return self.output(self.activation(self.hidden(x)))
-''',
+        edits=[
+            ("        super().__init__()\n",
+             ""),
+        ],
     ),
     dict(
         grade_id="c00_tiny_mlp",
         mistake="activation-skipped",
         feedback="check the order and the activation",
-        source='''
-class TinyMLP(nn.Module):
-    def __init__(self, inputs, hidden, outputs):
-        super().__init__()
-        self.hidden = nn.Linear(inputs, hidden)
-        self.activation = nn.ReLU()
-        self.output = nn.Linear(hidden, outputs)
-
-    def forward(self, x):
-        return self.output(self.hidden(x))
-''',
+        edits=[
+            ("        return self.output(self.activation(self.hidden(x)))",
+             "        return self.output(self.hidden(x))"),
+        ],
     ),
 ]
