@@ -9,31 +9,33 @@ WRONG_IMPLEMENTATIONS = [
         grade_id="c01_module_init",
         mistake="plain-assignment",
         feedback="went through Module.__setattr__",
-        source=f'''
-def module_init(self):
-    self.training = True
-    self._parameters = {{}}
-    self._buffers = {{}}
-    self._non_persistent_buffers_set = set()
-    for hooks in {_HOOK_DICTS}:
-        setattr(self, hooks, OrderedDict())
-    self._modules = {{}}
-''',
+        edits=[
+            ("    object.__setattr__(self, \"training\", True)\n"
+             "    object.__setattr__(self, \"_parameters\", {})\n"
+             "    object.__setattr__(self, \"_buffers\", {})\n"
+             "    object.__setattr__(self, \"_non_persistent_buffers_set\", set())\n",
+             "    self.training = True\n"
+             "    self._parameters = {}\n"
+             "    self._buffers = {}\n"
+             "    self._non_persistent_buffers_set = set()\n"),
+            ("        object.__setattr__(self, hooks, OrderedDict())\n"
+             "    object.__setattr__(self, \"_modules\", {})",
+             "        setattr(self, hooks, OrderedDict())\n"
+             "    self._modules = {}"),
+        ],
     ),
     dict(
         grade_id="c01_module_init",
         mistake="missing-kwargs-hook-dicts",
         feedback="The attributes created by module_init",
-        source='''
-def module_init(self):
-    object.__setattr__(self, "training", True)
-    object.__setattr__(self, "_parameters", {})
-    object.__setattr__(self, "_buffers", {})
-    object.__setattr__(self, "_non_persistent_buffers_set", set())
-    for hooks in ("_forward_hooks", "_forward_pre_hooks", "_state_dict_hooks", "_load_state_dict_pre_hooks"):
-        object.__setattr__(self, hooks, OrderedDict())
-    object.__setattr__(self, "_modules", {})
-''',
+        edits=[
+            ("    for hooks in (\n"
+             "        \"_forward_hooks\", \"_forward_hooks_with_kwargs\", \"_forward_hooks_always_called\",\n"
+             "        \"_forward_pre_hooks\", \"_forward_pre_hooks_with_kwargs\",\n"
+             "        \"_state_dict_hooks\", \"_state_dict_pre_hooks\", \"_load_state_dict_pre_hooks\", \"_load_state_dict_post_hooks\",\n"
+             "    ):\n",
+             "    for hooks in (\"_forward_hooks\", \"_forward_pre_hooks\", \"_state_dict_hooks\", \"_load_state_dict_pre_hooks\"):\n"),
+        ],
     ),
     dict(
         grade_id="c01_module_init",
@@ -89,37 +91,33 @@ def call_impl(self, *args, **kwargs):
         grade_id="c01_call_impl",
         mistake="class-forward",
         feedback="an instance attribute model.forward was ignored",
-        source='''
-def call_impl(self, *args, **kwargs):
-    forward_call = type(self).forward.__get__(self)
-    for hook in (*module_impl._global_forward_pre_hooks.values(), *self._forward_pre_hooks.values()):
-        new_args = hook(self, args)
-        if new_args is not None:
-            args = new_args if isinstance(new_args, tuple) else (new_args,)
-    result = forward_call(*args, **kwargs)
-    for hook in (*module_impl._global_forward_hooks.values(), *self._forward_hooks.values()):
-        new_result = hook(self, args, result)
-        if new_result is not None:
-            result = new_result
-    return result
-''',
+        edits=[
+            ("    forward_call = self.forward\n"
+             "    global_pre, global_post = module_impl._global_forward_pre_hooks, module_impl._global_forward_hooks\n"
+             "    if not (self._forward_pre_hooks or self._forward_hooks or global_pre or global_post):\n"
+             "        return forward_call(*args, **kwargs)\n"
+             "    for hook in (*global_pre.values(), *self._forward_pre_hooks.values()):\n",
+             "    forward_call = type(self).forward.__get__(self)\n"
+             "    for hook in (*module_impl._global_forward_pre_hooks.values(), *self._forward_pre_hooks.values()):\n"),
+            ("    for hook in (*global_post.values(), *self._forward_hooks.values()):\n",
+             "    for hook in (*module_impl._global_forward_hooks.values(), *self._forward_hooks.values()):\n"),
+        ],
     ),
     dict(
         grade_id="c01_call_impl",
         mistake="global-hooks-ignored",
         feedback="global hooks run before local ones",
-        source='''
-def call_impl(self, *args, **kwargs):
-    for hook in self._forward_pre_hooks.values():
-        new_args = hook(self, args)
-        if new_args is not None:
-            args = new_args if isinstance(new_args, tuple) else (new_args,)
-    result = self.forward(*args, **kwargs)
-    for hook in self._forward_hooks.values():
-        new_result = hook(self, args, result)
-        if new_result is not None:
-            result = new_result
-    return result
-''',
+        edits=[
+            ("    forward_call = self.forward\n"
+             "    global_pre, global_post = module_impl._global_forward_pre_hooks, module_impl._global_forward_hooks\n"
+             "    if not (self._forward_pre_hooks or self._forward_hooks or global_pre or global_post):\n"
+             "        return forward_call(*args, **kwargs)\n"
+             "    for hook in (*global_pre.values(), *self._forward_pre_hooks.values()):\n",
+             "    for hook in self._forward_pre_hooks.values():\n"),
+            ("    result = forward_call(*args, **kwargs)\n"
+             "    for hook in (*global_post.values(), *self._forward_hooks.values()):\n",
+             "    result = self.forward(*args, **kwargs)\n"
+             "    for hook in self._forward_hooks.values():\n"),
+        ],
     ),
 ]
