@@ -1,3 +1,16 @@
+# Not the mistake: the entries' original copies raised TypeError without the solution's "(... expected)" hint,
+# and that is kept so the submitted code is unchanged. Applied after each entry's own edit.
+_SHORT_MESSAGES = [
+    ("            raise TypeError(\n"
+     "                f\"cannot assign '{type(value).__name__}' as parameter '{name}' (nn.Parameter or None expected)\"\n"
+     "            )\n",
+     "            raise TypeError(f\"cannot assign '{type(value).__name__}' as parameter '{name}'\")\n"),
+    ("                raise TypeError(\n"
+     "                    f\"cannot assign '{type(value).__name__}' as child module '{name}' (nn.Module or None expected)\"\n"
+     "                )\n",
+     "                raise TypeError(f\"cannot assign '{type(value).__name__}' as child module '{name}'\")\n"),
+]
+
 WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id="c02_module_setattr",
@@ -6,14 +19,7 @@ WRONG_IMPLEMENTATIONS = [
         edits=[
             ("        remove_from(self.__dict__, self._buffers, self._modules, self._non_persistent_buffers_set)\n",
              ""),
-            ("            raise TypeError(\n"
-             "                f\"cannot assign '{type(value).__name__}' as parameter '{name}' (nn.Parameter or None expected)\"\n"
-             "            )\n",
-             "            raise TypeError(f\"cannot assign '{type(value).__name__}' as parameter '{name}'\")\n"),
-            ("                raise TypeError(\n"
-             "                    f\"cannot assign '{type(value).__name__}' as child module '{name}' (nn.Module or None expected)\"\n"
-             "                )\n",
-             "                raise TypeError(f\"cannot assign '{type(value).__name__}' as child module '{name}'\")\n"),
+            *_SHORT_MESSAGES,
         ],
     ),
     dict(
@@ -21,16 +27,9 @@ WRONG_IMPLEMENTATIONS = [
         mistake="dict-not-cleared-for-modules",
         feedback="step 3 removes it from __dict__",
         edits=[
-            ("            raise TypeError(\n"
-             "                f\"cannot assign '{type(value).__name__}' as parameter '{name}' (nn.Parameter or None expected)\"\n"
-             "            )\n",
-             "            raise TypeError(f\"cannot assign '{type(value).__name__}' as parameter '{name}'\")\n"),
             ("            remove_from(self.__dict__, self._parameters, self._buffers, self._non_persistent_buffers_set)\n",
              "            remove_from(self._parameters, self._buffers, self._non_persistent_buffers_set)\n"),
-            ("                raise TypeError(\n"
-             "                    f\"cannot assign '{type(value).__name__}' as child module '{name}' (nn.Module or None expected)\"\n"
-             "                )\n",
-             "                raise TypeError(f\"cannot assign '{type(value).__name__}' as child module '{name}'\")\n"),
+            *_SHORT_MESSAGES,
         ],
     ),
     dict(
@@ -40,14 +39,7 @@ WRONG_IMPLEMENTATIONS = [
         edits=[
             ("    params = self.__dict__.get(\"_parameters\")\n",
              "    params = self._parameters\n"),
-            ("            raise TypeError(\n"
-             "                f\"cannot assign '{type(value).__name__}' as parameter '{name}' (nn.Parameter or None expected)\"\n"
-             "            )\n",
-             "            raise TypeError(f\"cannot assign '{type(value).__name__}' as parameter '{name}'\")\n"),
-            ("                raise TypeError(\n"
-             "                    f\"cannot assign '{type(value).__name__}' as child module '{name}' (nn.Module or None expected)\"\n"
-             "                )\n",
-             "                raise TypeError(f\"cannot assign '{type(value).__name__}' as child module '{name}'\")\n"),
+            *_SHORT_MESSAGES,
         ],
     ),
     dict(
@@ -55,16 +47,9 @@ WRONG_IMPLEMENTATIONS = [
         mistake="buffers-forget-persistence",
         feedback="step 5 keeps its persistence",
         edits=[
-            ("            raise TypeError(\n"
-             "                f\"cannot assign '{type(value).__name__}' as parameter '{name}' (nn.Parameter or None expected)\"\n"
-             "            )\n",
-             "            raise TypeError(f\"cannot assign '{type(value).__name__}' as parameter '{name}'\")\n"),
-            ("                raise TypeError(\n"
-             "                    f\"cannot assign '{type(value).__name__}' as child module '{name}' (nn.Module or None expected)\"\n"
-             "                )\n",
-             "                raise TypeError(f\"cannot assign '{type(value).__name__}' as child module '{name}'\")\n"),
             ("                    persistent = name not in self._non_persistent_buffers_set\n",
              "                    persistent = True\n"),
+            *_SHORT_MESSAGES,
         ],
     ),
     dict(
