@@ -6,8 +6,6 @@ WRONG_IMPLEMENTATIONS = [
         edits=[
             ("    _is_param = True\n",
              ""),
-            ("        if type(array) is not np.ndarray:  # an in-place operation wrote into this parameter\n",
-             "        if type(array) is not np.ndarray:\n"),
         ],
     ),
     dict(
@@ -17,8 +15,6 @@ WRONG_IMPLEMENTATIONS = [
         edits=[
             ("    def __new__(cls, data=None, requires_grad=True):\n",
              "    def __new__(cls, data=None, requires_grad=False):\n"),
-            ("        if type(array) is not np.ndarray:  # an in-place operation wrote into this parameter\n",
-             "        if type(array) is not np.ndarray:\n"),
         ],
     ),
     dict(
@@ -28,8 +24,6 @@ WRONG_IMPLEMENTATIONS = [
         edits=[
             ("        param = np.asarray(data).view(cls)\n",
              "        param = np.array(data).view(cls)\n"),
-            ("        if type(array) is not np.ndarray:  # an in-place operation wrote into this parameter\n",
-             "        if type(array) is not np.ndarray:\n"),
         ],
     ),
     dict(
