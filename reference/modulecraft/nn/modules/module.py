@@ -551,23 +551,27 @@ class Module:
                 value = output
         return value
 
+    def _check_member_name(self, kind: str, container: str, name: str) -> None:
+        """The checks register_buffer and register_parameter share, with torch's messages for `kind`."""
+        if container not in self.__dict__:
+            raise AttributeError(f"cannot assign {kind} before Module.__init__() call")
+        elif not isinstance(name, str):
+            raise TypeError(f"{kind} name should be a string. Got {_typename(name)}")
+        elif "." in name:
+            raise KeyError(f'{kind} name can\'t contain "."')
+        elif name == "":
+            raise KeyError(f'{kind} name can\'t be empty string ""')
+        elif hasattr(self, name) and name not in self.__dict__[container]:
+            raise KeyError(f"attribute '{name}' already exists")
+
     def register_buffer(self, name: str, tensor: Optional[np.ndarray], persistent: bool = True) -> None:
         """Add an array that is module state but not a parameter (e.g. BatchNorm's running mean).
 
         Non-persistent buffers (``persistent=False``) are left out of the ``state_dict``; a ``None`` buffer
         is registered but skipped by conversions and the ``state_dict``.
         """
-        if "_buffers" not in self.__dict__:
-            raise AttributeError("cannot assign buffer before Module.__init__() call")
-        elif not isinstance(name, str):
-            raise TypeError(f"buffer name should be a string. Got {_typename(name)}")
-        elif "." in name:
-            raise KeyError('buffer name can\'t contain "."')
-        elif name == "":
-            raise KeyError('buffer name can\'t be empty string ""')
-        elif hasattr(self, name) and name not in self._buffers:
-            raise KeyError(f"attribute '{name}' already exists")
-        elif tensor is not None and not isinstance(tensor, np.ndarray):
+        self._check_member_name("buffer", "_buffers", name)
+        if tensor is not None and not isinstance(tensor, np.ndarray):
             raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
                             "(numpy.ndarray or None required)")
         tensor = _unwrapped_buffer(tensor)
@@ -579,16 +583,7 @@ class Module:
 
     def register_parameter(self, name: str, param: Optional[Parameter]) -> None:
         """Add a parameter (or a ``None`` placeholder, skipped by traversal and the state_dict)."""
-        if "_parameters" not in self.__dict__:
-            raise AttributeError("cannot assign parameter before Module.__init__() call")
-        elif not isinstance(name, str):
-            raise TypeError(f"parameter name should be a string. Got {_typename(name)}")
-        elif "." in name:
-            raise KeyError('parameter name can\'t contain "."')
-        elif name == "":
-            raise KeyError('parameter name can\'t be empty string ""')
-        elif hasattr(self, name) and name not in self._parameters:
-            raise KeyError(f"attribute '{name}' already exists")
+        self._check_member_name("parameter", "_parameters", name)
 
         if param is None:
             self._parameters[name] = None
