@@ -187,7 +187,8 @@ class TreeDrawer:
             name="module_tree",
             graph_attr={"rankdir": self.options.direction, "fontname": style.FONT, "fontsize": f"{size:g}",
                         "nodesep": "0.25", "ranksep": "0.35", "labelloc": "t",
-                        "ordering": "out"},  # children left to right in registration order, as named_modules
+                        "ordering": "out",  # children left to right in registration order, as named_modules
+                        "newrank": "true"},  # same ranks on a tree; the old ranker is quadratic in the node count
             node_attr={"fontname": style.FONT, "fontsize": f"{size:g}", "shape": "box",
                        "style": "rounded,filled", "color": style.COLOURS["border"], "margin": "0.06,0.04"},
             edge_attr={"fontname": style.FONT, "fontsize": f"{size * 0.8:g}", "color": style.COLOURS["border"],
