@@ -1,11 +1,14 @@
 """Benchmark (not a test): draw a 1,000-module torch model to SVG with modulecraft.viz and with torchview.
 
-    .venv/bin/python benchmarks/bench_viz.py [--repeat 3]
+    .venv/bin/python benchmarks/bench_viz.py [--repeat 5]
 
-Both produce an SVG of the whole model with Graphviz's dot. They draw different things (modulecraft.viz: the
-registration tree with parameter tables; torchview: the execution graph of one forward), so the numbers say
-what an instructor waits for, not which layout is harder. torchview is optional: install it with
-``pip install --no-deps torchview`` (``--no-deps`` so it cannot pull another torch).
+Each produces an SVG of the whole model with Graphviz's dot. They draw different things (modulecraft.viz: the
+registration tree, each module with its parameters and buffers; torchview: the execution graph of one forward),
+so the numbers say what an instructor waits for, not which layout is harder. ``draw_tree`` lists state as
+one-line summaries on a tree this big (its default, ``state="auto"``); the ``state="table"`` line shows what a
+row per parameter and buffer costs. The drawers take turns within each repetition, so a busy machine slows them
+alike. torchview is optional: install it with ``pip install --no-deps torchview`` (``--no-deps`` so it cannot
+pull another torch).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import os
 import platform
 import resource
 import statistics
+import subprocess
 import time
 
 
@@ -37,20 +41,22 @@ def cpu_seconds() -> float:
     return time.process_time() + children.ru_utime + children.ru_stime
 
 
-def timed(draw, repeat: int) -> tuple[float, float, int]:
-    """Median wall seconds and median CPU seconds over ``repeat`` runs, and the SVG size in characters."""
-    walls, cpus, size = [], [], 0
+def timed(drawers: dict, repeat: int) -> dict[str, tuple[float, float, int]]:
+    """Per drawer: median wall seconds, median CPU seconds over ``repeat`` turns, and the SVG size in characters."""
+    walls, cpus, sizes = ({what: [] for what in drawers} for _ in range(3))
     for _ in range(repeat):
-        wall, cpu = time.perf_counter(), cpu_seconds()
-        size = len(draw())
-        walls.append(time.perf_counter() - wall)
-        cpus.append(cpu_seconds() - cpu)
-    return statistics.median(walls), statistics.median(cpus), size
+        for what, draw in drawers.items():
+            wall, cpu = time.perf_counter(), cpu_seconds()
+            sizes[what].append(len(draw()))
+            walls[what].append(time.perf_counter() - wall)
+            cpus[what].append(cpu_seconds() - cpu)
+    return {what: (statistics.median(walls[what]), statistics.median(cpus[what]), sizes[what][-1])
+            for what in drawers}
 
 
-def draw_with_modulecraft(model):
+def draw_with_modulecraft(model, **options):
     from modulecraft.viz import draw_tree
-    return draw_tree(model).svg()
+    return draw_tree(model, **options).svg()
 
 
 def draw_with_torchview(model):
@@ -61,24 +67,36 @@ def draw_with_torchview(model):
     return graph.visual_graph.pipe(format="svg", encoding="utf-8")
 
 
+def dot_version() -> str:
+    return subprocess.run(["dot", "-V"], capture_output=True, text=True).stderr.strip()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
     repeat = parser.parse_args().repeat
     model = thousand_module_model()
-    print(f"1,000-module torch model, median of {repeat}; {platform.python_implementation()} "
-          f"{platform.python_version()}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
-    report("modulecraft.viz draw_tree -> SVG", *timed(lambda: draw_with_modulecraft(model), repeat))
+    drawers = {
+        "modulecraft.viz draw_tree -> SVG": lambda: draw_with_modulecraft(model),
+        'draw_tree(state="table") -> SVG': lambda: draw_with_modulecraft(model, state="table"),
+    }
     try:
         import torchview  # noqa: F401
     except ImportError:
         print("torchview: not installed (pip install --no-deps torchview)")
-        return
-    report("torchview draw_graph -> SVG", *timed(lambda: draw_with_torchview(model), repeat))
-
-
-def report(what: str, wall: float, cpu: float, size: int) -> None:
-    print(f"{what:34} {wall:6.2f} s wall, {cpu:6.2f} s CPU (incl. dot)  {size / 1e6:.1f} MB SVG")
+    else:
+        drawers["torchview draw_graph -> SVG"] = lambda: draw_with_torchview(model)
+    load_before = os.getloadavg()[0]
+    results = timed(drawers, repeat)
+    print(f"1,000-module torch model, median of {repeat}; {platform.python_implementation()} "
+          f"{platform.python_version()}, {dot_version()}, {os.cpu_count()} cores, "
+          f"load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after")
+    for what, (wall, cpu, size) in results.items():
+        print(f"{what:34} {wall:6.2f} s wall, {cpu:6.2f} s CPU (incl. dot)  {size / 1e6:.1f} MB SVG")
+    ours, theirs = results["modulecraft.viz draw_tree -> SVG"], results.get("torchview draw_graph -> SVG")
+    if theirs:
+        print(f"draw_tree vs torchview: {theirs[0] / ours[0]:.1f}x faster in wall time, "
+              f"{theirs[1] / ours[1]:.1f}x in CPU time")
 
 if __name__ == "__main__":
     main()

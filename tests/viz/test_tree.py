@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from modulecraft.viz import draw_tree
+from modulecraft.viz import draw_state_dict_diff, draw_tree
 
 from . import models, svg
 
@@ -189,3 +189,29 @@ def test_a_dfs_without_memo_shows_the_module_it_yields_twice(fw):
     assert "yielded again (first as 0)" in drawn["again"].texts and drawn["again"].texts[0] == "5"
     assert "mc-tree-again" in {edge.id for edge in svg.edges(rendered, "tree")}
     assert not svg.edges(rendered, "shared-module")
+
+
+def test_state_summary_lists_each_entry_with_only_what_is_unusual(fw):
+    drawn = svg.modules(draw_tree(models.stateful(fw), state="summary").svg())
+    assert drawn["1"].texts[-3:] == ["weight 4×4, bias 4 no grad", "○ mask 4", "Σ 20 parameters"]
+    assert "weight uninitialised, bias uninitialised" in drawn["0"].texts
+    batch_norm = svg.modules(draw_tree(models.deep(fw), state="summary").svg())["head.1"]
+    assert ["weight 6, bias 6", "running_mean 6, running_var 6", "num_batches_tracked scalar int64"] == [
+        text for text in batch_norm.texts if "6" in text or "scalar" in text][-3:]  # wrapped at about 60 characters
+    rendered = draw_tree(models.shared(fw), state="summary")
+    assert "weight shared with 2.weight, bias 3" in svg.modules(rendered.svg())["tied"].texts
+    assert "tied -> 2 " in rendered.source  # the tie joins the nodes: a summary has no row to point at
+    legend = next(element for element in svg.parse(rendered.svg()) if "legend" in element.classes)
+    assert "parameters: name shape (dtype if not float32, 'no grad' if frozen)" in legend.texts
+
+
+def test_state_tables_up_to_a_hundred_drawn_modules_then_summaries(fw):
+    big = fw.nn.Sequential(*[fw.nn.Linear(2, 2) for _ in range(100)])  # 101 modules
+    table_row = {"weight", "2×2", "float32", "grad"}
+    assert "weight 2×2, bias 2" in svg.modules(draw_tree(big).svg())["0"].texts
+    assert table_row <= set(svg.modules(draw_tree(big, fold_repeats=True).svg())["0"].texts)  # 2 drawn modules
+    assert table_row <= set(svg.modules(draw_tree(big, state="table").svg())["0"].texts)
+    assert table_row <= set(svg.modules(draw_state_dict_diff(big, big.state_dict()).svg())["0"].texts)  # marked rows
+    assert "weight" not in draw_tree(models.mlp(fw), state="none").source
+    with pytest.raises(ValueError, match=r"state must be one of \('auto', 'table', 'summary', 'none'\)"):
+        draw_tree(big, state="rows")

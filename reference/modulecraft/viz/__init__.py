@@ -3,9 +3,10 @@
 Everything reads modules by duck typing (``_parameters``, ``_buffers``, ``_modules``, the hook dicts), so the same
 calls draw a ``modulecraft.nn`` model and a real ``torch.nn`` one; nothing here imports torch.
 
-- ``draw_tree(module, depth=, collapse=, fold_repeats=, order="dfs", extra_repr=, highlight=, direction=,
-  font_size=)``: the registration tree, one node per distinct module, shared modules and parameters drawn once
-  with dashed second paths. Returns a ``graphviz.Digraph`` that JupyterLab shows as an inline ``<svg>``.
+- ``draw_tree(module, depth=, collapse=, fold_repeats=, order="dfs", extra_repr=, state=, highlight=,
+  direction=, font_size=)``: the registration tree, one node per distinct module, shared modules and parameters
+  drawn once with dashed second paths; parameter tables, or one-line summaries on trees of over 100 modules.
+  Returns a ``graphviz.Digraph`` that JupyterLab shows as an inline ``<svg>``.
 - ``draw_state_dict_diff(module, state_dict)``: the tree with each entry coloured by what ``load_state_dict``
   would do (loads, missing, size mismatch, unexpected); ``check_state_dict`` gives the same verdict as data.
 - ``trace_calls(module, *inputs)``: hooks and forwards of one call, in firing order; ``.draw()`` is a

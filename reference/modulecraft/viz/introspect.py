@@ -7,6 +7,7 @@ same private attributes (``_parameters``, ``_buffers``, ``_modules``, ``_forward
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 from types import ModuleType
@@ -42,7 +43,13 @@ def is_lazy(array) -> bool:
 
     torch's ``UninitializedParameter`` refuses even ``.shape``, so this looks at the class names only.
     """
-    return any(cls.__name__.startswith("Uninitialized") for cls in type(array).__mro__)
+    return _is_lazy_class(type(array))
+
+
+@functools.cache
+def _is_lazy_class(cls: type) -> bool:
+    """Cached per class: a big tree asks about thousands of arrays of a handful of classes."""
+    return any(base.__name__.startswith("Uninitialized") for base in cls.__mro__)
 
 
 def shape_of(array) -> tuple[int, ...] | None:

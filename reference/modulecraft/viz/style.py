@@ -40,9 +40,18 @@ COLOURS = {
 }
 
 # What each mark means, shown in the legend: (chip text, or None for a colour swatch; colour; meaning).
+STATE_LEGEND = {  # by how draw_tree lists parameters and buffers
+    "table": [
+        (None, COLOURS["parameter"], "parameter: shape, dtype, requires_grad"),
+        (None, COLOURS["buffer"], "buffer (○ = non-persistent, not in state_dict)"),
+    ],
+    "summary": [
+        (None, COLOURS["parameter"], "parameters: name shape (dtype if not float32, 'no grad' if frozen)"),
+        (None, COLOURS["buffer"], "buffers: name shape (○ = non-persistent, not in state_dict)"),
+    ],
+    "none": [],
+}
 LEGEND = [
-    (None, COLOURS["parameter"], "parameter: shape, dtype, requires_grad"),
-    (None, COLOURS["buffer"], "buffer (○ = non-persistent, not in state_dict)"),
     ("pre", COLOURS["pre_hook"], "forward pre-hooks registered here"),
     ("fwd", COLOURS["forward_hook"], "forward hooks registered here"),
     ("eval", COLOURS["eval"], "module in eval mode (grey)"),
@@ -96,6 +105,16 @@ def table(rows: list[str], **attributes: object) -> str:
     rendered = "".join(f' {key.upper()}="{value}"' for key, value in {**defaults, **attributes}.items())
     body = "".join(f"<TR>{row}</TR>" for row in rows)
     return f"<TABLE{rendered}>{body}</TABLE>"
+
+
+def wrapped(entries: list[str], width: int) -> str:
+    """``entries`` joined by commas, in left-aligned lines of about ``width`` characters (escaped)."""
+    lines = [""]
+    for entry in entries:
+        if lines[-1] and len(lines[-1]) + len(entry) > width:
+            lines.append("")
+        lines[-1] += (", " if lines[-1] else "") + entry
+    return '<BR ALIGN="LEFT"/>'.join(map(text, lines))
 
 
 def html_label(content: str) -> str:

@@ -16,7 +16,10 @@ from . import introspect, style
 from .render import Drawing
 from .structure import ModuleTree, ParameterRef, TreeNode
 
-COLUMNS = 4  # name | shape | dtype | requires_grad (or buffer kind)
+COLUMNS = 4  # of a state table: name | shape | dtype | requires_grad (or buffer kind)
+STATE_STYLES = ("auto", "table", "summary", "none")
+TABLE_LIMIT = 100  # state="auto": tables up to this many drawn modules, one-line summaries above
+SUMMARY_WIDTH = 60  # characters per line of a state summary before it wraps
 
 
 def node_name(qualname: str) -> str:
@@ -33,9 +36,9 @@ def svg_id(qualname: str) -> str:
     return "mc-" + (qualname or ".")
 
 
-def wide(content: str) -> str:
-    """A cell spanning the whole node table."""
-    return style.cell(content, colspan=COLUMNS, align="left")
+def line(content: str, **attributes: object) -> str:
+    """A line of a node's label: the label is a one-column table, which dot sizes without solving for spans."""
+    return style.cell(content, align="left", **attributes)
 
 
 @dataclass(frozen=True)
@@ -55,13 +58,15 @@ class TreeOptions:
     fold_repeats: bool = False
     order: str | None = None
     extra_repr: bool = False
-    show_state: bool = True
+    state: str = "auto"
     direction: str = "TB"
     legend: bool = True
     highlight: frozenset[str] = frozenset()
     font_size: float = style.FONT_SIZE
 
     def __post_init__(self):
+        if self.state not in STATE_STYLES:
+            raise ValueError(f"state must be one of {STATE_STYLES}, not {self.state!r}")
         if self.order not in (None, "dfs"):
             raise ValueError(f"order must be None or 'dfs', not {self.order!r}")
         if self.direction not in ("TB", "LR"):
@@ -87,7 +92,7 @@ def draw_tree(
     fold_repeats: bool = False,
     order: str | None = None,
     extra_repr: bool = False,
-    show_state: bool = True,
+    state: str = "auto",
     direction: str = "TB",
     legend: bool = True,
     highlight: Iterable[str] | str = (),
@@ -100,14 +105,17 @@ def draw_tree(
     fold_repeats: fold consecutive identical siblings (same class, config, shapes, children) into one "× N" node.
     order: ``"dfs"`` numbers each node in the order ``named_modules()`` visits it.
     extra_repr: add each module's ``extra_repr()`` under its class.
-    show_state: list each module's own parameters and buffers.
+    state: how each module's own parameters and buffers are listed. ``"table"``: a row each (name, shape, dtype,
+        requires_grad); ``"summary"``: a line of parameters and one of buffers, ``name shape`` plus the dtype when
+        not float32 and "no grad" when frozen (about half the pieces of text dot has to measure, so big trees
+        draw faster); ``"none"``; ``"auto"`` (default): tables up to 100 drawn modules, summaries above.
     direction: ``"TB"`` (top to bottom) or ``"LR"`` (left to right).
     highlight: qualified name(s) of modules to outline.
     font_size: base font size in points (default 11, or $MODULECRAFT_VIZ_FONTSIZE: larger for a projector).
     """
     options = TreeOptions(
         depth=depth, collapse=frozenset(collapse), fold_repeats=fold_repeats, order=order, extra_repr=extra_repr,
-        show_state=show_state, direction=direction, legend=legend,
+        state=state, direction=direction, legend=legend,
         highlight=frozenset([highlight] if isinstance(highlight, str) else highlight),
         font_size=style.font_size(font_size),
     )
@@ -133,6 +141,9 @@ class TreeDrawer:
             relative = qualname[len(shown):].lstrip(".") if inside else qualname
             for name, mark in marks.items():
                 self.row_marks.setdefault(shown, {})[introspect.join(relative, name)] = mark
+        self.state = options.state
+        if self.state == "auto":  # row marks (a state_dict diff) are drawn on table rows
+            self.state = "table" if self.row_marks or len(self.shown) <= TABLE_LIMIT else "summary"
 
     def _resolve(self, option: str, paths: frozenset[str]) -> set[str]:
         """Qualified names for the paths given to an option (a second path names the shared module's node)."""
@@ -198,7 +209,7 @@ class TreeDrawer:
         if note:
             graph.attr(label=note)
         if self.options.legend:
-            entries = style.LEGEND + (style.LOAD_LEGEND if self.row_marks else [])
+            entries = style.STATE_LEGEND[self.state] + style.LEGEND + (style.LOAD_LEGEND if self.row_marks else [])
             graph.node("legend", label=style.legend_label(size, entries), shape="plain", style="solid", id="mc-legend",
                        **{"class": "legend"})
         for shown in self.shown.values():
@@ -236,31 +247,30 @@ class TreeDrawer:
                    **{"class": " ".join(classes)}, **attributes)
 
     def _label(self, shown: Shown) -> str:
-        """The node's HTML table: heading, marks, extra_repr, state rows, then what it folds or hides and totals."""
+        """The node's HTML table: heading, marks, extra_repr, state, then what it folds or hides and totals."""
         node, small = shown.node, self.options.font_size * 0.85
-        rows = [wide(self._heading(node))]
+        rows = [line(self._heading(node))]
         chips = self._chips(shown, small)
         if chips:
-            rows.append(wide("  ".join(chips)))
+            rows.append(line("  ".join(chips)))
         described = introspect.extra_repr(node.module) if self.options.extra_repr else ""
         if described:
             shortened = described if len(described) <= 60 else described[:57] + "..."
-            rows.append(wide(style.font(style.text(shortened), colour=style.COLOURS["muted"], size=small)))
-        if self.options.show_state:
-            rows.extend(self._state_rows(node, small))
+            rows.append(line(style.font(style.text(shortened), colour=style.COLOURS["muted"], size=small)))
+        rows.extend(self._state_lines(node, small))
         if shown.folded:
             identical = f"{shown.folded[0].qualname} … {shown.folded[-1].qualname} are identical"
-            rows.append(wide(style.font(style.text(identical), size=small, colour=style.COLOURS["muted"])))
+            rows.append(line(style.font(style.text(identical), size=small, colour=style.COLOURS["muted"])))
         total, lazy = self.tree.parameter_total(node)
         if shown.hidden:
             own = sum(introspect.numel(p) for _, p in introspect.own_parameters(node.module))
             hidden = f"▸ collapsed: {len(shown.hidden)} modules, {style.format_count(total - own)} parameters hidden"
-            rows.append(wide(style.font(style.text(hidden), size=small, colour=style.COLOURS["collapsed"], bold=True)))
+            rows.append(line(style.font(style.text(hidden), size=small, colour=style.COLOURS["collapsed"], bold=True)))
         if total or lazy:
-            summary = f"Σ {style.format_count(total)} parameters" + (" + lazy" if lazy else "")
+            totals = f"Σ {style.format_count(total)} parameters" + (" + lazy" if lazy else "")
             if shown.folded:
-                summary += f" each, × {len(shown.folded)}"
-            rows.append(wide(style.font(style.text(summary), size=small)))
+                totals += f" each, × {len(shown.folded)}"
+            rows.append(line(style.font(style.text(totals), size=small)))
         return style.html_label(style.table(rows))
 
     def _heading(self, node: TreeNode) -> str:
@@ -292,6 +302,13 @@ class TreeDrawer:
             chips.append(style.chip("lazy", style.COLOURS["lazy"], size))
         return chips
 
+    def _state_lines(self, node: TreeNode, size: float) -> list[str]:
+        """The module's own parameters and buffers as lines of its label: a nested table, or summaries."""
+        if self.state == "summary":
+            return self._state_summary(node, size)
+        rows = self._state_rows(node, size) if self.state == "table" else []
+        return [style.cell(style.table(rows), cellpadding=0)] if rows else []
+
     def _state_rows(self, node: TreeNode, size: float) -> list[str]:
         """A row per own parameter and buffer (name | shape | dtype | kind), then rows for marks with no entry."""
         marks = dict(self.row_marks.get(node.qualname, {}))
@@ -313,6 +330,27 @@ class TreeDrawer:
             rows += self._state_row(style.text(name), None, [("", {"colspan": COLUMNS - 1})],
                                     style.COLOURS["parameter"], mark, size)
         return rows
+
+    def _state_summary(self, node: TreeNode, size: float) -> list[str]:
+        """A line of parameters and a line of buffers, each ``name shape`` plus only what is unusual."""
+        parameters = []
+        for name, parameter in introspect.own_parameters(node.module):
+            owner = self.tree.owner_of(parameter)
+            if owner != ParameterRef(node.qualname, name):
+                parameters.append(f"{name} shared with {owner.path}")
+            else:
+                parameters.append(self._summary_entry(name, parameter)
+                                  + ("" if introspect.requires_grad(parameter) else " no grad"))
+        buffers = [("" if persistent else "○ ") + self._summary_entry(name, buffer)
+                   for name, buffer, persistent in introspect.own_buffers(node.module)]
+        return [line(style.font(style.wrapped(entries, SUMMARY_WIDTH), size=size, italic=italic), bgcolor=colour)
+                for entries, italic, colour in [(parameters, False, style.COLOURS["parameter"]),
+                                                (buffers, True, style.COLOURS["buffer"])] if entries]
+
+    @staticmethod
+    def _summary_entry(name: str, array) -> str:
+        dtype = introspect.dtype_name(array)
+        return f"{name} {style.format_shape(introspect.shape_of(array))}" + ("" if dtype == "float32" else f" {dtype}")
 
     @staticmethod
     def _array_cells(array, kind: str, size: float) -> list[tuple[str, dict]]:
@@ -356,7 +394,7 @@ class TreeDrawer:
             if owner == ParameterRef(qualname, name):
                 continue
             tail, head = node_name(qualname), node_name(self.visible(owner.qualname))
-            if self.options.show_state:
+            if self.state == "table":
                 tail += f":p{index}"
                 if owner.qualname in self.shown:
                     names = [n for n, _ in introspect.own_parameters(self.tree.nodes[owner.qualname].module)]
