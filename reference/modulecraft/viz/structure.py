@@ -94,8 +94,10 @@ class ModuleTree:
                 raise KeyError(path)
         return self.by_identity[id(module)].qualname
 
-    def owner_of(self, parameter) -> ParameterRef:
-        return self.parameter_owner[id(parameter)]
+    def tied_to(self, qualname: str, name: str, parameter) -> ParameterRef | None:
+        """Where ``parameter`` (registered as ``name`` on ``qualname``) was registered first, if not right here."""
+        owner = self.parameter_owner[id(parameter)]
+        return None if owner == ParameterRef(qualname, name) else owner
 
     def descendants(self, node: TreeNode) -> list[TreeNode]:
         """All tree descendants of ``node`` (not following shared edges), in DFS order."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from . import introspect, style
 from .render import Drawing
-from .structure import ModuleTree, ParameterRef, TreeNode
+from .structure import ModuleTree, TreeNode
 
 COLUMNS = 4  # of a state table: name | shape | dtype | requires_grad (or buffer kind)
 STATE_STYLES = ("auto", "table", "summary", "none")
@@ -306,16 +306,17 @@ class TreeDrawer:
         """The module's own parameters and buffers as lines of its label: a nested table, or summaries."""
         if self.state == "summary":
             return self._state_summary(node, size)
-        rows = self._state_rows(node, size) if self.state == "table" else []
-        return [style.cell(style.table(rows), cellpadding=0)] if rows else []
+        if self.state == "table" and (rows := self._state_rows(node, size)):
+            return [style.cell(style.table(rows), cellpadding=0)]
+        return []
 
     def _state_rows(self, node: TreeNode, size: float) -> list[str]:
         """A row per own parameter and buffer (name | shape | dtype | kind), then rows for marks with no entry."""
         marks = dict(self.row_marks.get(node.qualname, {}))
         rows = []
         for index, (name, parameter) in enumerate(introspect.own_parameters(node.module)):
-            owner = self.tree.owner_of(parameter)
-            if owner != ParameterRef(node.qualname, name):  # registered first elsewhere (or under another name)
+            owner = self.tree.tied_to(node.qualname, name, parameter)
+            if owner is not None:  # registered first elsewhere (or under another name)
                 cells = [(style.font(style.text(f"shared with {owner.path}"), italic=True),
                           {"colspan": COLUMNS - 1, "align": "left"})]
             else:
@@ -335,8 +336,8 @@ class TreeDrawer:
         """A line of parameters and a line of buffers, each ``name shape`` plus only what is unusual."""
         parameters = []
         for name, parameter in introspect.own_parameters(node.module):
-            owner = self.tree.owner_of(parameter)
-            if owner != ParameterRef(node.qualname, name):
+            owner = self.tree.tied_to(node.qualname, name, parameter)
+            if owner is not None:
                 parameters.append(f"{name} shared with {owner.path}")
             else:
                 parameters.append(self._summary_entry(name, parameter)
@@ -349,6 +350,7 @@ class TreeDrawer:
 
     @staticmethod
     def _summary_entry(name: str, array) -> str:
+        """``name shape``, and the dtype when it is not the usual float32."""
         dtype = introspect.dtype_name(array)
         return f"{name} {style.format_shape(introspect.shape_of(array))}" + ("" if dtype == "float32" else f" {dtype}")
 
@@ -390,8 +392,8 @@ class TreeDrawer:
     def _draw_shared_parameters(self, graph: Drawing, qualname: str) -> None:
         module = self.shown[qualname].node.module
         for index, (name, parameter) in enumerate(introspect.own_parameters(module)):
-            owner = self.tree.owner_of(parameter)
-            if owner == ParameterRef(qualname, name):
+            owner = self.tree.tied_to(qualname, name, parameter)
+            if owner is None:
                 continue
             tail, head = node_name(qualname), node_name(self.visible(owner.qualname))
             if self.state == "table":
