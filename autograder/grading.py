@@ -2,7 +2,8 @@
 
 Stock `nbgrader autograde` grades one notebook after another and pays Python's start-up on every command.
 Here each worker process imports nbgrader once and grades one submission at a time, with as many workers
-as cores (more would turn correct work into timeouts). Every submission's outcome is also written to
+as cores (more would turn correct work into timeouts); its kernels are forks of a server that imported what
+they need once (`forkserver`), and work nbgrader repeats per cell is done once (`tuning`). Every submission's outcome is also written to
 `<root>/reports/<student>/<chapter>.json`, after its grades are in the gradebook, so a run that was killed
 halfway resumes where it stopped.
 """
@@ -28,7 +29,7 @@ from nbgrader.apps import NbGraderAPI
 from nbgrader.coursedir import CourseDirectory
 
 from . import config as course_config
-from . import integrity, sandbox
+from . import integrity, sandbox, tuning
 
 
 @dataclasses.dataclass
@@ -69,6 +70,7 @@ def nbgrader_api(root, course_id: str = course_config.COURSE_ID, *, grading: boo
     _put_our_scripts_on_path()
     cfg = course_config.nbgrader_config(root, course_id)
     if grading:
+        tuning.apply()
         cfg.merge(integrity.autograde_config())
         cfg.merge(sandbox.autograde_config())
     return NbGraderAPI(coursedir=CourseDirectory(config=cfg), config=cfg)

@@ -1,7 +1,8 @@
 """Grading kernels with resource limits, never as root, seeing nothing but their own copy of the submission.
 
-Every kernel gets a fresh private working folder and runs under `prlimit` (memory, file size, open files,
-CPU seconds; and process count when it runs as its own user). When grading runs as root, the kernel also
+Every kernel is forked from the grading process's forkserver (`autograder.forkserver`), gets a fresh private
+working folder and resource limits (memory, file size, open files, CPU seconds; and process count when it
+runs as its own user). When grading runs as root, the kernel also
 gets, before dropping to an unprivileged slot user (`modulecraft-grader-<n>`, one per concurrent kernel so
 that their process limits and files stay apart):
 
@@ -33,6 +34,7 @@ from jupyter_client.manager import AsyncKernelManager
 from traitlets.config import Config
 
 from . import config as course_config
+from . import forkserver
 from .filelock import exclusive
 
 MEMORY_LIMIT_MB = int(os.environ.get("MODULECRAFT_KERNEL_MEMORY_MB", 2048))
@@ -57,6 +59,8 @@ def hide_from_kernels(*paths: Path) -> None:
 def autograde_config() -> Config:
     c = Config()
     c.Execute.kernel_manager_class = "autograder.sandbox.SandboxedKernelManager"
+    # Once the last cell has run, a graceful shutdown only makes the kernel save its history and wait: kill it.
+    c.Execute.shutdown_kernel = "immediate"
     return c
 
 
@@ -188,18 +192,16 @@ class Sandbox:
         return env
 
     def wrap(self, kernel_cmd: list[str]) -> list[str]:
-        limits = ["prlimit", f"--as={MEMORY_LIMIT_MB * 2**20}", f"--fsize={FILE_SIZE_LIMIT_MB * 2**20}",
-                  f"--nofile={OPEN_FILES_LIMIT}", f"--cpu={course_config.NOTEBOOK_TIMEOUT}", "--core=0"]
-        if not self.as_root:
-            return [*limits, "--", *kernel_cmd]
-        drop = ["setpriv", f"--reuid={self.user.pw_uid}", f"--regid={self.user.pw_gid}", "--clear-groups",
-                "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all"]
-        confined = [*limits, f"--nproc={PROCESS_LIMIT}", "--", *drop, "--", *kernel_cmd]
-        if not namespaces_available():
-            return confined
-        script = "set -e\n" + "\n".join(self._mount_commands()) + "\nexec " + shlex.join(confined)
-        return ["unshare", "--pid", "--fork", "--kill-child", "--mount-proc", "--mount", "--propagation", "private",
-                "--", "/bin/sh", "-c", script]
+        """The command that starts `kernel_cmd`'s kernel, forked from this process's forkserver, confined."""
+        limits = {"RLIMIT_AS": MEMORY_LIMIT_MB * 2**20, "RLIMIT_FSIZE": FILE_SIZE_LIMIT_MB * 2**20,
+                  "RLIMIT_NOFILE": OPEN_FILES_LIMIT, "RLIMIT_CPU": course_config.NOTEBOOK_TIMEOUT, "RLIMIT_CORE": 0}
+        spec = {"limits": limits, "user": None, "namespaces": False, "mounts": ""}
+        if self.as_root:
+            limits["RLIMIT_NPROC"] = PROCESS_LIMIT
+            spec["user"] = [self.user.pw_uid, self.user.pw_gid]
+            if namespaces_available():
+                spec.update(namespaces=True, mounts="set -e\n" + "\n".join(self._mount_commands()))
+        return kernel_server().kernel_command(spec, kernel_cmd)
 
     def _mount_commands(self) -> list[str]:
         """Rebuild the folders the kernel must not see whole (blocked or shared ones) with only what it needs,
@@ -242,6 +244,18 @@ class Sandbox:
             shutil.rmtree(self.stage, ignore_errors=True)
         if self.slot_lock:
             self.slot_lock.close()
+
+
+_server: forkserver.Server | None = None
+
+
+def kernel_server() -> forkserver.Server:
+    """This process's forkserver (a forked grading worker starts its own)."""
+    global _server
+    if _server is None or _server.pid != os.getpid() or _server.process.poll() is not None:
+        folder = tempfile.mkdtemp(prefix="forkserver-", dir=_state_dir() if running_as_root() else None)
+        _server = forkserver.Server(folder)
+    return _server
 
 
 def q(path) -> str:

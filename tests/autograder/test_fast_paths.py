@@ -1,0 +1,69 @@
+"""What the grader does differently from stock nbgrader to go faster (tuning, forked kernels) must not change
+what a submission sees or how it is judged."""
+import copy
+import os
+import jsonschema
+import nbformat
+import pytest
+import nbgrader.nbgraderformat.common as nbgrader_metadata
+from nbgrader.nbgraderformat import MetadataValidator, ValidationError
+
+from autograder import sandbox, synthetic, tuning
+
+VALID = {"grade": True, "grade_id": "test_add", "locked": True, "points": 2, "schema_version": 3,
+         "solution": False, "task": False}
+INVALID = [
+    dict(VALID, points="two"),                  # wrong type
+    {k: v for k, v in VALID.items() if k != "grade_id"},  # a required key missing
+    dict(VALID, grade="yes"),
+]
+
+
+def nbgrader_verdict(metadata: dict) -> str | None:
+    """What nbgrader's metadata check says of a cell with this metadata (None: valid)."""
+    cell = nbformat.v4.new_code_cell("x = 1", metadata={"nbgrader": copy.deepcopy(metadata)})
+    try:
+        MetadataValidator().validate_nb(nbformat.v4.new_notebook(cells=[cell]))
+    except ValidationError as error:
+        return str(error)
+    return None
+
+
+@pytest.mark.parametrize("metadata", [VALID, *INVALID])
+def test_metadata_validation_gives_the_stock_verdict(metadata, monkeypatch):
+    with monkeypatch.context() as stock:
+        stock.setattr(nbgrader_metadata, "jsonschema", jsonschema)
+        expected = nbgrader_verdict(metadata)
+    tuning.apply()
+    assert nbgrader_verdict(metadata) == expected
+    assert (expected is None) == (metadata is VALID)
+
+
+SHOWS_KERNEL = """def add(a, b):
+    return np.asarray(a) + np.asarray(b)
+import os, random, sys
+print("debugger loaded:", "pydevd" in sys.modules)
+print("random:", random.random(), np.random.rand())
+print("pid:", os.getpid(), "user:", os.getuid())"""
+
+
+@pytest.mark.slow
+def test_forked_kernels_start_like_fresh_ones(toy_course, tmp_path):
+    """Two kernels forked from one server: no debugger, own random seeds, PID 1 of their own namespace and
+    not root (when grading runs as root and the machine allows namespaces)."""
+    notebook = synthetic.with_cells(synthetic.solved(toy_course, "90_toy"), {"add": SHOWS_KERNEL})
+    synthetic.write(notebook, tmp_path / "shows.ipynb")
+    for student in ("one", "two"):
+        toy_course.submit(student, "90_toy", tmp_path / "shows.ipynb")
+    report = toy_course.grade(workers=1)
+    printed = {}
+    for student in ("one", "two"):
+        assert (report.outcome(student, "90_toy").score, report.outcome(student, "90_toy").needs_review) == (5.0, [])
+        graded = nbformat.read(toy_course.root / "autograded" / student / "90_toy" / "90_toy.ipynb", 4)
+        printed[student] = dict(line.split(": ", 1) for c in graded.cells for o in c.get("outputs", [])
+                                for line in o.get("text", "").splitlines() if ": " in line)
+    assert printed["one"]["debugger loaded"] == printed["two"]["debugger loaded"] == "False"
+    assert printed["one"]["random"] != printed["two"]["random"]
+    if os.geteuid() == 0 and sandbox.namespaces_available():
+        assert printed["one"]["pid"].split()[0] == "1"
+        assert printed["one"]["pid"].split()[-1] != "0"
