@@ -43,15 +43,15 @@ def cpu_seconds() -> float:
 
 def timed(drawers: dict, repeat: int) -> dict[str, tuple[float, float, int]]:
     """Per drawer: median wall seconds, median CPU seconds over ``repeat`` turns, and the SVG size in characters."""
-    walls, cpus, sizes = ({what: [] for what in drawers} for _ in range(3))
+    walls, cpus = {what: [] for what in drawers}, {what: [] for what in drawers}
+    sizes = {}
     for _ in range(repeat):
         for what, draw in drawers.items():
             wall, cpu = time.perf_counter(), cpu_seconds()
-            sizes[what].append(len(draw()))
+            sizes[what] = len(draw())
             walls[what].append(time.perf_counter() - wall)
             cpus[what].append(cpu_seconds() - cpu)
-    return {what: (statistics.median(walls[what]), statistics.median(cpus[what]), sizes[what][-1])
-            for what in drawers}
+    return {what: (statistics.median(walls[what]), statistics.median(cpus[what]), sizes[what]) for what in drawers}
 
 
 def draw_with_modulecraft(model, **options):
@@ -97,6 +97,7 @@ def main() -> None:
     if theirs:
         print(f"draw_tree vs torchview: {theirs[0] / ours[0]:.1f}x faster in wall time, "
               f"{theirs[1] / ours[1]:.1f}x in CPU time")
+
 
 if __name__ == "__main__":
     main()
