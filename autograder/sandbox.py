@@ -297,6 +297,9 @@ class SandboxedKernelManager(AsyncKernelManager):
     async def _async_pre_start_kernel(self, **kw):
         self.sandbox = Sandbox(hidden=[*repository_secrets(), *hidden], data_dir=kw.get("cwd"))
         self.connection_file = str(self.sandbox.workdir / "kernel.json")
+        # Unix sockets in the kernel's own folder, not TCP ports: a port one grading process picked for its
+        # kernel can be taken by another's before its kernel binds it ("Address already in use").
+        self.transport, self.ip = "ipc", str(self.sandbox.workdir / "kernel")
         kw["cwd"] = str(self.sandbox.workdir)
         kw["env"] = self.sandbox.env(kw.get("env") or os.environ)
         kernel_cmd, kw = await super()._async_pre_start_kernel(**kw)
