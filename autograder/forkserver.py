@@ -52,7 +52,7 @@ def serve(listener: socket.socket) -> None:
     sys.modules["debugpy"] = None  # `import debugpy` raises ImportError: ipykernel starts without its debugger
     for module in PRELOAD:
         __import__(module)
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # keepers are reaped by the kernel
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # finished keepers vanish: no zombies to wait for
     while True:
         ready, _, _ = select.select([listener, sys.stdin], [], [])
         if sys.stdin in ready:
