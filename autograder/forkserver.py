@@ -12,6 +12,7 @@ the signals it gets to the kernel, and exits with the kernel's status. Killing t
 
 The keeper is the kernel's parent: it waits for it, forwards signals, and kills it if the stub goes away.
 """
+import atexit
 import ctypes
 import json
 import os
@@ -33,11 +34,16 @@ PRELOAD = ("ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.zmqshell", "n
 REQUEST_LIMIT = 1 << 20
 
 
+def abstract(name: str) -> str:
+    """The address of a Linux abstract socket: no file to leave behind; who connects is checked by credentials."""
+    return "\0" + name
+
+
 # -- the stub, in the process jupyter_client launched --------------------------------------------------------
-def stub(server_address: str, spec: str, kernel_args: list[str]) -> int:
+def stub(server_name: str, spec: str, kernel_args: list[str]) -> int:
     request = dict(json.loads(spec), args=kernel_args, cwd=os.getcwd(), env=dict(os.environ))
     keeper = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    keeper.connect(server_address)
+    keeper.connect(abstract(server_name))
     socket.send_fds(keeper, [json.dumps(request).encode()], [0, 1, 2])
     for signum in RELAYED:
         signal.signal(signum, lambda signum, _: keeper.send(bytes([signum])))
@@ -58,7 +64,7 @@ def serve(listener: socket.socket) -> None:
         if sys.stdin in ready:
             return
         connection, _ = listener.accept()
-        if _peer_uid(connection) != os.getuid():  # only the grading process's own user may ask for kernels
+        if _peer_uid(connection) != os.getuid():  # only the grading process's user may ask (kernels are others)
             connection.close()
             continue
         if os.fork() == 0:
@@ -163,33 +169,35 @@ def _libc_call(name: str, *args) -> None:
 class Server:
     """This process's forkserver, started on first use, gone when this process is."""
 
-    def __init__(self, folder: str):
-        self.address = os.path.join(folder, "forkserver.sock")
+    def __init__(self):
+        self.name = f"modulecraft-forkserver-{os.getpid()}-{os.urandom(8).hex()}"
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        listener.bind(self.address)
-        os.chmod(self.address, 0o600)
+        listener.bind(abstract(self.name))
         listener.listen(16)
         env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
         # stdin is a pipe from this process: when it closes (this process ended), the server ends too.
         self.process = subprocess.Popen([sys.executable, "-m", "autograder.forkserver", "serve",
-                                         str(listener.fileno()), self.address],
+                                         str(listener.fileno())],
                                         stdin=subprocess.PIPE, pass_fds=[listener.fileno()], env=env)
         listener.close()
         self.pid = os.getpid()
+        atexit.register(self.stop)
+
+    def stop(self) -> None:
+        """End the server (closing its stdin) and wait for it; a forked copy of this object leaves it alone."""
+        if os.getpid() == self.pid and self.process.poll() is None:
+            self.process.stdin.close()
+            self.process.wait()
 
     def kernel_command(self, spec: dict, kernel_cmd: list[str]) -> list[str]:
         """The stub's command line for a kernel that `kernel_cmd` (`python -m ipykernel_launcher ...`) would start."""
         module = kernel_cmd.index("ipykernel_launcher")
-        return [sys.executable, "-I", "-S", os.path.abspath(__file__), self.address, json.dumps(spec), "--",
+        return [sys.executable, "-I", "-S", os.path.abspath(__file__), self.name, json.dumps(spec), "--",
                 *kernel_cmd[module + 1:]]
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "serve":
-        try:
-            serve(socket.socket(fileno=int(sys.argv[2])))
-        finally:
-            os.unlink(sys.argv[3])
-            os.rmdir(os.path.dirname(sys.argv[3]))
+        serve(socket.socket(fileno=int(sys.argv[2])))
     else:
         sys.exit(stub(sys.argv[1], sys.argv[2], sys.argv[4:]))

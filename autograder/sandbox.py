@@ -253,8 +253,7 @@ def kernel_server() -> forkserver.Server:
     """This process's forkserver (a forked grading worker starts its own)."""
     global _server
     if _server is None or _server.pid != os.getpid() or _server.process.poll() is not None:
-        folder = tempfile.mkdtemp(prefix="forkserver-", dir=_state_dir() if running_as_root() else None)
-        _server = forkserver.Server(folder)
+        _server = forkserver.Server()
     return _server
 
 

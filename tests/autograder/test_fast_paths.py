@@ -67,3 +67,36 @@ def test_forked_kernels_start_like_fresh_ones(toy_course, tmp_path):
     if os.geteuid() == 0 and sandbox.namespaces_available():
         assert printed["one"]["pid"].split()[0] == "1"
         assert printed["one"]["pid"].split()[-1] != "0"
+
+
+ASKS_FOR_A_KERNEL = """def add(a, b):
+    return np.asarray(a) + np.asarray(b)
+import json, socket
+names = [line.split()[-1][1:] for line in open("/proc/net/unix") if "@modulecraft-forkserver-" in line]
+request = {"limits": {}, "user": None, "namespaces": False, "mounts": "", "args": [], "cwd": "/", "env": {}}
+for name in names:
+    keeper = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    keeper.connect("\\0" + name)
+    try:
+        socket.send_fds(keeper, [json.dumps(request).encode()], [0, 1, 2])
+        print("answer:", keeper.recv(16))
+    except OSError as error:
+        print("answer:", type(error).__name__)
+print("servers seen:", len(names))"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="kernels run as another user only when grading runs as root")
+def test_a_kernel_cannot_ask_the_forkserver_for_an_unconfined_kernel(toy_course, tmp_path):
+    """The server's socket is visible to kernels (an abstract socket, listed in /proc/net/unix), but it only
+    answers its own user: a kernel asking for an unconfined kernel is hung up on."""
+    notebook = synthetic.with_cells(synthetic.solved(toy_course, "90_toy"), {"add": ASKS_FOR_A_KERNEL})
+    synthetic.write(notebook, tmp_path / "asks.ipynb")
+    toy_course.submit("asks", "90_toy", tmp_path / "asks.ipynb")
+    assert toy_course.grade().outcome("asks", "90_toy").score == 5.0
+    graded = nbformat.read(toy_course.root / "autograded" / "asks" / "90_toy" / "90_toy.ipynb", 4)
+    printed = "".join(o.get("text", "") for c in graded.cells for o in c.get("outputs", []))
+    assert "servers seen: 0" not in printed
+    answers = [line for line in printed.splitlines() if line.startswith("answer:")]
+    assert answers and all(answer in ("answer: b''", "answer: ConnectionResetError", "answer: BrokenPipeError")
+                           for answer in answers), printed
