@@ -3,9 +3,9 @@
 Stock `nbgrader autograde` grades one notebook after another and pays Python's start-up on every command.
 Here each worker process imports nbgrader once and grades one submission at a time, with as many workers
 as cores (more would turn correct work into timeouts); its kernels are forks of a server that imported what
-they need once (`forkserver`), and work nbgrader repeats per cell is done once (`tuning`). Every submission's outcome is also written to
-`<root>/reports/<student>/<chapter>.json`, after its grades are in the gradebook, so a run that was killed
-halfway resumes where it stopped.
+they need once (`forkserver`), and work nbgrader repeats per cell is done once (`tuning`). Every submission's
+outcome is also written to `<root>/reports/<student>/<chapter>.json`, after its grades are in the gradebook,
+so a run that was killed halfway resumes where it stopped.
 """
 from __future__ import annotations
 

@@ -2,9 +2,9 @@
 
 Every kernel is forked from the grading process's forkserver (`autograder.forkserver`), gets a fresh private
 working folder and resource limits (memory, file size, open files, CPU seconds; and process count when it
-runs as its own user). When grading runs as root, the kernel also
-gets, before dropping to an unprivileged slot user (`modulecraft-grader-<n>`, one per concurrent kernel so
-that their process limits and files stay apart):
+runs as its own user). When grading runs as root, the kernel also gets, before dropping to an unprivileged
+slot user (`modulecraft-grader-<n>`, one per concurrent kernel so that their process limits and files stay
+apart):
 
 - its own PID namespace: when the kernel exits, every process it left behind (even `setsid()` ones) dies;
 - its own mount namespace: private `/tmp` and `/dev/shm`; the grading folder (gradebook, other submissions)
@@ -186,7 +186,6 @@ class Sandbox:
         env.update(HOME=home, TMPDIR=home, IPYTHONDIR=f"{home}/.ipython", MPLCONFIGDIR=f"{home}/.matplotlib",
                    JUPYTER_RUNTIME_DIR=home, JUPYTER_DATA_DIR=f"{home}/.jupyter",
                    PYTHONDONTWRITEBYTECODE="1", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-        env[course_config.GRADING_ENV_VAR] = env.get(course_config.GRADING_ENV_VAR, "1")
         if self.user:
             env.update(USER=self.user.pw_name, LOGNAME=self.user.pw_name)
         return env

@@ -6,8 +6,8 @@ A class of N students x the chapters (a third solved, a third with a typical wro
 tests/course/wrong_implementations/, a third blank) is released and submitted once, then copied into two
 grading folders. Stock: one `nbgrader autograde <chapter>` command per chapter, each grading the whole class
 one notebook after another (the cheapest way to run stock nbgrader on a class), or with --stock-per-student
-one command per student and chapter. Ours: `Course.grade`, a
-pool of as many workers as cores, each kernel sandboxed and guarded. The two alternate chapter by chapter,
+one command per student and chapter. Ours: `Course.grade`, a pool of as many workers as cores, each kernel
+forked from a preloaded server, sandboxed and guarded. The two alternate chapter by chapter,
 so that other work on the machine weighs on both alike. Prints both times, the ratio, and whether every
 score is identical.
 """

@@ -1,14 +1,19 @@
-"""What the grader does differently from stock nbgrader to go faster (tuning, forked kernels) must not change
-what a submission sees or how it is judged."""
+"""What the grader does differently from stock nbgrader (tuning, forked kernels, the grading switch given to
+kernels only) must not change what a submission sees or how it is judged."""
 import copy
 import os
+import subprocess
+import sys
+from pathlib import Path
+
 import jsonschema
 import nbformat
-import pytest
 import nbgrader.nbgraderformat.common as nbgrader_metadata
+import pytest
 from nbgrader.nbgraderformat import MetadataValidator, ValidationError
+from traitlets.config.loader import PyFileConfigLoader
 
-from autograder import sandbox, synthetic, tuning
+from autograder import config, sandbox, synthetic, tuning
 
 VALID = {"grade": True, "grade_id": "test_add", "locked": True, "points": 2, "schema_version": 3,
          "solution": False, "task": False}
@@ -100,3 +105,22 @@ def test_a_kernel_cannot_ask_the_forkserver_for_an_unconfined_kernel(toy_course,
     answers = [line for line in printed.splitlines() if line.startswith("answer:")]
     assert answers and all(answer in ("answer: b''", "answer: ConnectionResetError", "answer: BrokenPipeError")
                            for answer in answers), printed
+
+
+@pytest.mark.slow
+def test_stock_nbgrader_in_a_grading_folder_keeps_the_self_check_quiet_without_touching_its_environment(
+        toy_course, tmp_path, monkeypatch):
+    """The generated nbgrader_config.py gives nbgrader's kernels the grading switch, and only them."""
+    monkeypatch.delenv(config.GRADING_ENV_VAR, raising=False)
+    PyFileConfigLoader("nbgrader_config.py", path=str(toy_course.root)).load_config()
+    assert config.GRADING_ENV_VAR not in os.environ  # loading the configuration changed nothing here
+    synthetic.write(synthetic.solved(toy_course, "90_toy"), tmp_path / "solved.ipynb")
+    toy_course.submit("stock", "90_toy", tmp_path / "solved.ipynb")
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    done = subprocess.run(["nbgrader", "autograde", "90_toy", "--student", "stock"], cwd=toy_course.root, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    graded = nbformat.read(toy_course.root / "autograded" / "stock" / "90_toy" / "90_toy.ipynb", 4)
+    printed = "".join(o.get("text", "") for c in graded.cells for o in c.get("outputs", []))
+    assert "check_my_work: skipped while grading" in printed
+    assert toy_course.scores("stock", "90_toy") == {"test_add": (2.0, 2.0), "test_scale": (3.0, 3.0)}

@@ -85,8 +85,7 @@ def test_each_role_gets_the_nbgrader_extensions_that_fit(tmp_path, role, server_
 
 def test_the_validate_button_config_makes_validation_kernels_skip_the_self_check(tmp_path, monkeypatch):
     """Validation runs the whole notebook; its last cell, check_my_work(), must see the grading switch."""
-    # Loading a grading root's nbgrader_config.py in-process (as earlier tests may) sets the switch for good.
-    monkeypatch.delenv(GRADING_ENV_VAR, raising=False)
+    monkeypatch.delenv(GRADING_ENV_VAR, raising=False)  # the switch in the kernel comes from the config alone
     notebook = new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
                                                      "language": "python"}})
     notebook.cells = [nbgrader_cell(new_code_cell(
