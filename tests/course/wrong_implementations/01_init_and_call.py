@@ -4,6 +4,15 @@ _HOOK_DICTS = '''(
         "_state_dict_hooks", "_state_dict_pre_hooks", "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks",
     )'''
 
+# The start of the solution's _call_impl: the no-hook fast path, then the pre-hooks (global ones first).
+_HOOK_GATE = (
+    "    forward_call = self.forward\n"
+    "    global_pre, global_post = module_impl._global_forward_pre_hooks, module_impl._global_forward_hooks\n"
+    "    if not (self._forward_pre_hooks or self._forward_hooks or global_pre or global_post):\n"
+    "        return forward_call(*args, **kwargs)\n"
+    "    for hook in (*global_pre.values(), *self._forward_pre_hooks.values()):\n"
+)
+
 WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id="c01_module_init",
@@ -92,11 +101,7 @@ def call_impl(self, *args, **kwargs):
         mistake="class-forward",
         feedback="an instance attribute model.forward was ignored",
         edits=[
-            ("    forward_call = self.forward\n"
-             "    global_pre, global_post = module_impl._global_forward_pre_hooks, module_impl._global_forward_hooks\n"
-             "    if not (self._forward_pre_hooks or self._forward_hooks or global_pre or global_post):\n"
-             "        return forward_call(*args, **kwargs)\n"
-             "    for hook in (*global_pre.values(), *self._forward_pre_hooks.values()):\n",
+            (_HOOK_GATE,
              "    forward_call = type(self).forward.__get__(self)\n"
              "    for hook in (*module_impl._global_forward_pre_hooks.values(), *self._forward_pre_hooks.values()):\n"),
             ("    for hook in (*global_post.values(), *self._forward_hooks.values()):\n",
@@ -108,11 +113,7 @@ def call_impl(self, *args, **kwargs):
         mistake="global-hooks-ignored",
         feedback="global hooks run before local ones",
         edits=[
-            ("    forward_call = self.forward\n"
-             "    global_pre, global_post = module_impl._global_forward_pre_hooks, module_impl._global_forward_hooks\n"
-             "    if not (self._forward_pre_hooks or self._forward_hooks or global_pre or global_post):\n"
-             "        return forward_call(*args, **kwargs)\n"
-             "    for hook in (*global_pre.values(), *self._forward_pre_hooks.values()):\n",
+            (_HOOK_GATE,
              "    for hook in self._forward_pre_hooks.values():\n"),
             ("    result = forward_call(*args, **kwargs)\n"
              "    for hook in (*global_post.values(), *self._forward_hooks.values()):\n",
