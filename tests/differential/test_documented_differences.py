@@ -1,8 +1,8 @@
 """Where modulecraft differs from torch on purpose: each difference pinned down on both libraries.
 
-These are the documented exceptions to "behaves like torch.nn": a failed strict load changes nothing (torch leaves
-a half-loaded model), a dtype change makes new arrays (numpy cannot change an array's dtype in place), there are no
-devices, Parameter/Buffer are ndarray subclasses, and checkpoints are .npz + JSON instead of pickles.
+These are the documented exceptions to "behaves like torch.nn": a dtype change makes new arrays (numpy cannot change an
+array's dtype in place), there are no devices, Parameter/Buffer are ndarray subclasses, and checkpoints are .npz + JSON
+instead of pickles.
 """
 
 import numpy as np
@@ -10,39 +10,6 @@ import pytest
 
 from .backends import backend
 from .models import set_values
-from .observe import differential, raises
-
-
-def _values(lib, module):
-    return {name: lib.to_numpy(t).copy() for name, t in module.state_dict().items()}
-
-
-def _half_loadable(lib):
-    """A model and a checkpoint for it whose first layer fits and whose second has a wrong shape."""
-    model = set_values(lib, lib.nn.Sequential(lib.nn.Linear(2, 2), lib.nn.Linear(2, 2)), seed=1)
-    other = set_values(lib, lib.nn.Sequential(lib.nn.Linear(2, 2), lib.nn.Linear(3, 2)), seed=2)
-    return model, other.state_dict()
-
-
-def test_failed_strict_load_leaves_the_module_unchanged_where_torch_half_loads():
-    for name, changes_fitting_tensors in (("torch", True), ("modulecraft", False)):
-        lib = backend(name)
-        model, checkpoint = _half_loadable(lib)
-        before = _values(lib, model)
-        weight = model[0].weight
-        with pytest.raises(RuntimeError, match="size mismatch for 1.weight"):
-            model.load_state_dict(checkpoint)
-        after = _values(lib, model)
-        assert model[0].weight is weight
-        assert (not np.array_equal(after["0.weight"], before["0.weight"])) is changes_fitting_tensors, name
-        assert np.array_equal(after["1.weight"], before["1.weight"]), name
-
-
-@differential
-def test_non_strict_load_with_a_size_mismatch_copies_what_fits_like_torch(lib):
-    model, checkpoint = _half_loadable(lib)
-    outcome = raises(lambda: model.load_state_dict(checkpoint, strict=False), "size mismatch for 1.weight")
-    return outcome, model.state_dict()
 
 
 def test_dtype_change_makes_new_parameters_where_torch_keeps_them():

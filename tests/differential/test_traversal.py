@@ -122,6 +122,41 @@ def test_to_refuses_non_floating_dtypes(lib):
                   "nn.Module.to only accepts floating point or complex dtypes", "but got desired dtype=int64")
 
 
+TO_ARGUMENTS = {
+    "device and non_blocking": (lambda lib: ("cpu", True), {}),
+    "None and non_blocking": (lambda lib: (None, True), {}),
+    "a list": (lambda lib: ([],), {}),
+    "a dict": (lambda lib: ({},), {}),
+    "two devices": (lambda lib: ("cpu", "cpu"), {}),
+    "two dtypes": (lambda lib: (lib.float64, lib.float32), {}),
+    "an unknown keyword": (lambda lib: (), {"foo": 1}),
+}
+
+
+@pytest.mark.parametrize("arguments", TO_ARGUMENTS)
+@differential
+def test_to_refuses_arguments_that_fit_no_signature(lib, arguments):
+    args, kwargs = TO_ARGUMENTS[arguments]
+    return raises(lambda: lib.nn.Linear(1, 1).to(*args(lib), **kwargs),
+                  "to() received an invalid combination of arguments - got (", "but expected one of:")
+
+
+@pytest.mark.parametrize("copy", [True, False])
+@differential
+def test_to_refuses_copy(lib, copy):
+    return (raises(lambda: lib.nn.Linear(1, 1).to("cpu", copy=copy), ".to() does not accept copy argument"),
+            raises(lambda: lib.nn.Linear(1, 1).to(lib.float64, False, copy), ".to() does not accept copy argument"))
+
+
+@differential
+def test_to_accepts_each_signature(lib):
+    model = lib.nn.Linear(1, 1)
+    calls = [lambda: model.to("cpu", None), lambda: model.to(None), lambda: model.to(lib.float64, True),
+             lambda: model.to("cpu", lib.float32, True), lambda: model.to(dtype=lib.float64, non_blocking=True),
+             lambda: model.to(lib.tensor(np.zeros(2, dtype=np.float32)), True)]
+    return [(call() is model, model.weight.dtype) for call in calls]
+
+
 @pytest.mark.parametrize("recurse", [True, False])
 @differential
 def test_private_apply_transforms_every_tensor(lib, recurse):

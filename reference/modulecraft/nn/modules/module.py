@@ -244,56 +244,54 @@ def _as_array(value):
     return np.asarray(value) if isinstance(value, np.generic) else value
 
 
-class _StrictLoadSnapshot:
-    """What a strict ``load_state_dict`` may change, saved so a failed load can put it all back.
+def _is_dtype(value) -> bool:
+    return isinstance(value, np.dtype) or isinstance(value, type) and issubclass(value, (np.generic, float, int,
+                                                                                           complex, bool))
 
-    torch copies every tensor that fits before it raises, leaving a half-loaded model. Here a strict load is
-    a transaction. It cannot simply validate first and copy after, because ``_load_from_state_dict`` is
-    meant to be overridden (renaming keys, filling in old versions) and load pre-hooks may change the module
-    (lazy modules materialise their parameters), so instead we save the values, dictionaries and classes the
-    load can touch, and restore them when it fails.
+
+def _to_device(device=None, dtype=None, non_blocking=False, copy=False, *, memory_format=None):
+    return (device is None or isinstance(device, str)) and (dtype is None or _is_dtype(dtype)), device, dtype
+
+
+def _to_dtype(dtype, non_blocking=False, copy=False, *, memory_format=None):
+    return _is_dtype(dtype), None, dtype
+
+
+def _to_other(tensor, non_blocking=False, copy=False, *, memory_format=None):
+    return isinstance(tensor, np.ndarray), None, getattr(tensor, "dtype", None)
+
+
+_TO_SIGNATURES = {
+    _to_device: "(device device = None, dtype dtype = None, bool non_blocking = False, bool copy = False, "
+                "*, memory_format memory_format = None)",
+    _to_dtype: "(dtype dtype, bool non_blocking = False, bool copy = False, *, memory_format memory_format = None)",
+    _to_other: "(numpy.ndarray tensor, bool non_blocking = False, bool copy = False, "
+               "*, memory_format memory_format = None)",
+}
+
+
+def _parse_to(*args, **kwargs):
+    """``Module.to``'s arguments as (device, dtype, non_blocking), matched against torch's three signatures.
+
+    A device is a string (numpy has no device objects); a dtype is anything ``np.dtype`` names by type. Like
+    torch, arguments that fit no signature raise TypeError listing them, and ``copy`` is refused.
     """
-
-    def __init__(self, root: Module) -> None:
-        self.modules = []
-        self.arrays = {}
-        for module in self._reachable(root):
-            self.modules.append((module, module.__class__, module._parameters.copy(), module._buffers.copy(),
-                                 module._non_persistent_buffers_set.copy()))
-            for array in itertools.chain(module._parameters.values(), module._buffers.values()):
-                if array is not None and id(array) not in self.arrays:
-                    values = None if is_lazy(array) else np.array(array)  # a plain copy of the values
-                    self.arrays[id(array)] = (array, array.__class__, array.dtype, values)
-
-    @staticmethod
-    def _reachable(root: Module) -> list[Module]:
-        """Every module under ``root``, found through ``_modules`` directly so that no overridable
-        traversal method (a learner's ``named_modules``, say) runs as a side effect of loading."""
-        found, stack, seen = [], [root], set()
-        while stack:
-            module = stack.pop()
-            if id(module) not in seen:
-                seen.add(id(module))
-                found.append(module)
-                stack.extend(child for child in module._modules.values() if child is not None)
-        return found
-
-    def restore(self) -> None:
-        for module, cls, parameters, buffers, non_persistent in self.modules:
-            module.__class__ = cls
-            module._parameters.clear()
-            module._parameters.update(parameters)
-            module._buffers.clear()
-            module._buffers.update(buffers)
-            module._non_persistent_buffers_set.clear()
-            module._non_persistent_buffers_set.update(non_persistent)
-        for array, cls, dtype, values in self.arrays.values():
-            if values is None:  # a lazy array the load materialised: make it shape-less again
-                np.ndarray.resize(array, (0,), refcheck=False)
-                array.__class__ = cls
-                array.dtype = dtype
-            else:
-                array[...] = values
+    for signature in _TO_SIGNATURES:
+        try:
+            bound = inspect.signature(signature).bind(*args, **kwargs)
+        except TypeError:
+            continue
+        bound.apply_defaults()
+        fits, device, dtype = signature(*bound.args, **bound.kwargs)
+        options = bound.arguments
+        if fits and isinstance(options["non_blocking"], bool) and isinstance(options["copy"], bool) \
+                and options["memory_format"] is None:
+            if "copy" in kwargs or len(args) > list(inspect.signature(signature).parameters).index("copy"):
+                raise RuntimeError(".to() does not accept copy argument")
+            return device, None if dtype is None else np.dtype(dtype), options["non_blocking"]
+    got = ", ".join([type(a).__name__ for a in args] + [f"{k}={type(v).__name__}" for k, v in kwargs.items()])
+    raise TypeError(f"to() received an invalid combination of arguments - got ({got}{', ' if kwargs else ''}), "
+                    "but expected one of:\n" + "\n".join(f" * {text}" for text in _TO_SIGNATURES.values()))
 
 
 def _register_buffer_compatibly(module: Module, name: str, value, persistent: bool) -> None:
@@ -807,26 +805,15 @@ class Module:
     def to(self, *args, **kwargs) -> Module:
         """``to(dtype)``, ``to(array)`` (its dtype), ``to("cpu")`` or ``to("cpu", dtype)``.
 
-        Floating and complex arrays take the dtype; the others are left alone. There are no devices in
-        numpy, so only ``"cpu"`` (or None) is accepted as one.
+        The arguments follow torch's three signatures (see ``_parse_to``). Floating and complex arrays take
+        the dtype; the others are left alone. There are no devices in numpy, so only ``"cpu"`` (or None) is
+        accepted as one.
         """
-        device = kwargs.pop("device", None)
-        dtype = kwargs.pop("dtype", None)
-        kwargs.pop("non_blocking", None)
-        if kwargs:
-            raise TypeError(f"to() received an invalid combination of arguments: {sorted(kwargs)}")
-        for arg in args:
-            if isinstance(arg, np.ndarray):
-                dtype = arg.dtype
-            elif isinstance(arg, str) and arg.split(":")[0] in ("cpu", "cuda", "mps", "meta"):
-                device = arg
-            elif arg is not None and not isinstance(arg, bool):
-                dtype = arg
-        if device is not None and str(device) != "cpu":
+        device, dtype, _non_blocking = _parse_to(*args, **kwargs)
+        if device is not None and device.split(":")[0] != "cpu":
             raise ValueError(f"modulecraft keeps every array in host memory: device must be 'cpu', got {device!r}")
         if dtype is None:
             return self
-        dtype = np.dtype(dtype)
         if dtype.kind not in "fc":
             raise TypeError("nn.Module.to only accepts floating point or complex "
                             f"dtypes, but got desired dtype={dtype}")
@@ -1051,15 +1038,14 @@ class Module:
         ``assign=True`` puts the checkpoint's arrays themselves into the module instead of copying values
         (a Parameter keeps the module's ``requires_grad``).
 
-        Beyond torch: when a strict load fails, the module is left exactly as it was before the call
-        (torch has already copied the entries that fit when it raises). See ``_StrictLoadSnapshot``.
+        As in torch, a load that fails has already copied every entry that fit: the error says what did not,
+        and the module is left half-loaded (load into a copy first if you need all or nothing).
         """
         if not isinstance(state_dict, Mapping):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         missing_keys: list[str] = []
         unexpected_keys: list[str] = []
         error_msgs: list[str] = []
-        snapshot = _StrictLoadSnapshot(self) if strict else None
 
         # A private copy that _load_from_state_dict overrides may edit.
         metadata = getattr(state_dict, "_metadata", None)
@@ -1087,6 +1073,7 @@ class Module:
                         "it should be done inplace.")
 
         load(self, state_dict)
+        del load  # the inner function refers to itself: without this, every load leaves a reference cycle
 
         if strict:
             if unexpected_keys:
@@ -1096,8 +1083,6 @@ class Module:
                 error_msgs.insert(0, "Missing key(s) in state_dict: {}. ".format(
                     ", ".join(f'"{k}"' for k in missing_keys)))
         if error_msgs:
-            if snapshot is not None:
-                snapshot.restore()
             raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
                 self.__class__.__name__, "\n\t".join(error_msgs)))
         return _IncompatibleKeys(missing_keys, unexpected_keys)
