@@ -214,12 +214,12 @@ def corrupt(lib, state, corruptions, choices):
 
 
 def load_report(lib, spec, corruptions, choices, strict):
+    """What a load reports and what it leaves in the target: a failed strict load keeps what fit copied."""
     state = build(lib, spec, seed=1)[0].state_dict()
     corrupt(lib, state, corruptions, choices)
-    returned = []
-    outcome = raises(lambda: returned.append(build(lib, spec)[0].load_state_dict(state, strict=strict)),
-                     whole_message=True)
-    return observe((outcome, returned), lib, oracle=lib.name == "torch")
+    target, returned = build(lib, spec)[0], []
+    outcome = raises(lambda: returned.append(target.load_state_dict(state, strict=strict)), whole_message=True)
+    return observe((outcome, returned), lib, oracle=lib.name == "torch"), _values(target.state_dict())
 
 
 @PROPERTY_SETTINGS
@@ -228,21 +228,3 @@ def load_report(lib, spec, corruptions, choices, strict):
 def test_load_report_matches_torch(spec, corruptions, choices, strict):
     assert load_report(backend("modulecraft"), spec, corruptions, choices, strict) == \
         load_report(backend("torch"), spec, corruptions, choices, strict)
-
-
-@PROPERTY_SETTINGS
-@given(graph_specs(), st.lists(st.sampled_from(CORRUPTIONS), min_size=1, max_size=3),
-       st.lists(st.integers(0, 50), min_size=3, max_size=3))
-def test_failed_strict_load_changes_nothing(spec, corruptions, choices):
-    lib = backend("modulecraft")
-    root = build(lib, spec)[0]
-    state = build(lib, spec, seed=1)[0].state_dict()
-    corrupt(lib, state, corruptions, choices)
-    members_before = {name: (tensor, tensor.copy()) for name, tensor in root.state_dict(keep_vars=True).items()}
-    with pytest.raises(RuntimeError, match="Error\\(s\\) in loading state_dict"):
-        root.load_state_dict(state)
-    after = root.state_dict(keep_vars=True)
-    assert list(after) == list(members_before)
-    for name, (tensor, values) in members_before.items():
-        assert after[name] is tensor, name
-        assert np.array_equal(after[name], values), name
