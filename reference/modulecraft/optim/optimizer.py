@@ -145,11 +145,11 @@ class Optimizer:
         self.defaults.setdefault("differentiable", False)
 
     def __repr__(self) -> str:
-        lines = [self.__class__.__name__ + " ("]
-        for index, group in enumerate(self.param_groups):
-            lines.append(f"Parameter Group {index}")
-            lines.extend(f"    {key}: {group[key]}" for key in sorted(group) if key != "params")
-        return "\n".join(lines) + "\n)"
+        text = self.__class__.__name__ + " ("
+        for index, group in enumerate(self.param_groups):  # a blank line between groups, as torch prints
+            text += f"\nParameter Group {index}\n"
+            text += "".join(f"    {key}: {group[key]}\n" for key in sorted(group) if key != "params")
+        return text + ")"
 
     def register_step_pre_hook(self, hook: Callable) -> RemovableHandle:
         """Register ``hook(optimizer, args, kwargs) -> None or (args, kwargs)`` to run before ``step``."""
