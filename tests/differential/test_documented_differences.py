@@ -2,7 +2,7 @@
 
 These are the documented exceptions to "behaves like torch.nn": a dtype change makes new arrays (numpy cannot change an
 array's dtype in place), there are no devices, Parameter/Buffer are ndarray subclasses, and checkpoints are .npz + JSON
-instead of pickles.
+instead of pickles; optimizers take arrays that can hold a gradient and do not differentiate their step.
 """
 
 import numpy as np
@@ -37,7 +37,11 @@ def test_parameter_and_buffer_are_ndarray_subclasses():
     lib = backend("modulecraft")
     param, buffer = lib.Parameter(lib.zeros(2)), lib.Buffer(lib.zeros(2))
     assert isinstance(param, np.ndarray) and isinstance(buffer, np.ndarray)
-    assert type(param * 2) is np.ndarray
+    recorded = param * 2
+    assert type(recorded) is lib.modulecraft.Tensor and recorded.grad_fn.name() == "MulBackward0"
+    with lib.modulecraft.no_grad():
+        assert type(param * 2) is np.ndarray, "what records nothing stays a plain array (torch: a Tensor)"
+    assert type(lib.Parameter(lib.zeros(2), requires_grad=False) * 2) is np.ndarray
 
 
 def test_checkpoints_are_npz_with_json_and_never_pickles(tmp_path):
@@ -64,3 +68,19 @@ def test_loading_a_checkpoint_never_unpickles(tmp_path):
     np.savez(tampered, **entries)
     with pytest.raises(ValueError, match="allow_pickle=False"):
         lib.modulecraft.load(tampered)
+
+
+def test_optimizers_refuse_plain_arrays_and_differentiable_steps():
+    """torch optimizes any tensor and can differentiate through a step; a plain ndarray has no ``.grad`` and
+    cannot key the optimizer's state, and modulecraft's autograd has no higher-order gradients."""
+    import torch
+
+    import modulecraft.optim
+
+    torch.optim.SGD([torch.zeros(2)], lr=0.1)
+    torch.optim.Adam([torch.nn.Parameter(torch.zeros(2))], differentiable=True)
+    lib = backend("modulecraft")
+    with pytest.raises(TypeError, match="optimizer can only optimize Tensors, but one of the params is numpy"):
+        modulecraft.optim.SGD([np.zeros(2, dtype=np.float32)], lr=0.1)
+    with pytest.raises(NotImplementedError, match="differentiable=True is not supported"):
+        modulecraft.optim.Adam([lib.Parameter(lib.zeros(2))], differentiable=True)
