@@ -12,6 +12,8 @@ GLOBAL_HOOK_REGISTRIES = (
     "_global_module_registration_hooks",
     "_global_parameter_registration_hooks",
     "_global_buffer_registration_hooks",
+    "_global_backward_pre_hooks",
+    "_global_backward_hooks",
 )
 
 
@@ -21,3 +23,5 @@ def clear_global_hooks():
     for lib in _backends.values():
         for registry in GLOBAL_HOOK_REGISTRIES:
             getattr(lib.hooks, registry, {}).clear()
+        # Registering a global backward hook fixes the kind (full or not) for the process: unfix it.
+        lib.hooks._global_is_full_backward_hook = None

@@ -7,6 +7,7 @@ from .observe import differential, raises
 
 INTERNALS = (
     "training", "_parameters", "_buffers", "_non_persistent_buffers_set", "_modules",
+    "_backward_pre_hooks", "_backward_hooks", "_is_full_backward_hook",
     "_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_forward_hooks", "_forward_hooks_with_kwargs",
     "_forward_hooks_always_called", "_state_dict_hooks", "_state_dict_pre_hooks",
     "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks",

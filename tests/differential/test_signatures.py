@@ -12,7 +12,8 @@ MODULE_METHODS = (
     "get_parameter", "get_buffer", "named_modules", "modules", "named_children", "children", "_named_members",
     "named_parameters", "parameters", "named_buffers", "buffers", "train", "eval", "apply", "_apply", "to", "float",
     "double", "half", "cpu", "requires_grad_", "zero_grad", "extra_repr", "_get_name", "_call_impl",
-    "register_forward_pre_hook", "register_forward_hook", "state_dict", "_save_to_state_dict",
+    "register_forward_pre_hook", "register_forward_hook", "register_full_backward_pre_hook",
+    "register_full_backward_hook", "register_backward_hook", "state_dict", "_save_to_state_dict",
     "load_state_dict", "_load_from_state_dict", "register_state_dict_pre_hook", "register_state_dict_post_hook",
     "_register_state_dict_hook", "register_load_state_dict_pre_hook", "register_load_state_dict_post_hook",
     "get_extra_state", "set_extra_state",
@@ -25,6 +26,7 @@ TENSOR_TYPES = ("Parameter", "Buffer", "UninitializedParameter", "UninitializedB
 GLOBAL_FUNCTIONS = (
     "register_module_forward_pre_hook", "register_module_forward_hook", "register_module_module_registration_hook",
     "register_module_parameter_registration_hook", "register_module_buffer_registration_hook",
+    "register_module_full_backward_pre_hook", "register_module_full_backward_hook", "register_module_backward_hook",
 )
 LAZY_METHODS = ("has_uninitialized_params", "initialize_parameters", "_infer_parameters", "_lazy_load_hook")
 

@@ -1,10 +1,14 @@
-"""Handles that remove a registered hook again (mirrors ``torch.utils.hooks.RemovableHandle``)."""
+"""Handles that remove a registered hook again, and the machinery of a module's full backward hooks
+(mirrors ``torch.utils.hooks``: ``RemovableHandle``, ``BackwardHook``)."""
 
 from __future__ import annotations
 
+import warnings
 import weakref
 from collections import OrderedDict
 from typing import Any
+
+import numpy as np
 
 
 class RemovableHandle:
@@ -54,3 +58,128 @@ class RemovableHandle:
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         self.remove()
+
+
+def _backward_hook_function():
+    """``BackwardHookFunction`` (imported late: the autograd package imports this module)."""
+    from modulecraft.nn.modules._functions import BackwardHookFunction
+
+    return BackwardHookFunction
+
+
+class BackwardHook:
+    """Runs a module's full backward hooks and backward pre-hooks (mirrors ``torch.utils.hooks.BackwardHook``).
+
+    ``_call_impl`` passes the module's positional inputs through :meth:`setup_input_hook` before forward and
+    its output through :meth:`setup_output_hook` after. Each sends the tensors among them through one
+    identity node (``BackwardHookFunctionBackward``), so that backward crosses a node where the module's
+    outputs end and another where its inputs begin. The hook on the output node sees grad_output first: the
+    pre-hooks run there and may replace it. The hook on the input node then sees grad_input and calls the
+    full hooks with both, each of which may replace grad_input. Non-tensor positions show up as None.
+    """
+
+    def __init__(self, module, user_hooks, user_pre_hooks) -> None:
+        self.module = module
+        self.user_hooks = user_hooks
+        self.user_pre_hooks = user_pre_hooks
+        self.grad_outputs = None  # set by the output node's hook, consumed by the input node's
+        self.n_outputs = -1
+        self.output_tensors_index = None
+        self.n_inputs = -1
+        self.input_tensors_index = None
+
+    @staticmethod
+    def _pack_with_none(indices, values, size) -> tuple:
+        """A tuple of ``size`` entries with ``values`` at ``indices`` and None elsewhere."""
+        packed = [None] * size
+        for index, value in zip(indices, values, strict=True):
+            packed[index] = value
+        return tuple(packed)
+
+    @staticmethod
+    def _unpack_none(indices, values) -> tuple:
+        return tuple(values[index] for index in indices)
+
+    def _set_user_hook(self, grad_fn) -> None:
+        def hook(grad_input, _):
+            if self.grad_outputs is None:
+                return None  # the gradient reached the inputs without passing through the outputs
+            result = self._pack_with_none(self.input_tensors_index, grad_input, self.n_inputs)
+            for user_hook in self.user_hooks:
+                out = user_hook(self.module, result, self.grad_outputs)
+                if out is None:
+                    continue
+                if len(out) != len(result):
+                    raise RuntimeError("Backward hook returned an invalid number of grad_input, "
+                                       f"got {len(out)}, but expected {len(result)}")
+                result = out
+            self.grad_outputs = None
+            return self._unpack_none(self.input_tensors_index, result)
+
+        grad_fn.register_hook(hook)
+
+    def _apply_on_tensors(self, fn, args):
+        """Send the arrays among ``args`` through one identity node and call ``fn(node)``.
+
+        Returns ``args`` with those arrays replaced, and their positions; ``(args, None)`` when none of them
+        requires grad or grad mode is off (nothing will flow back through them).
+        """
+        from modulecraft.autograd import is_grad_enabled
+
+        tensors_idx = [index for index, arg in enumerate(args) if isinstance(arg, np.ndarray)]
+        tensors = [args[index] for index in tensors_idx]
+        if not (is_grad_enabled() and any(getattr(t, "requires_grad", False) for t in tensors)):
+            return args, None
+        new_tensors = _backward_hook_function().apply(*tensors)
+        fn(next(t.grad_fn for t in new_tensors if t.grad_fn is not None))
+        arg_list = list(args)
+        for index, value in zip(tensors_idx, new_tensors, strict=True):
+            arg_list[index] = value
+        return (tuple(arg_list) if type(args) is tuple else type(args)(*arg_list)), tensors_idx
+
+    def setup_input_hook(self, args):
+        """Wrap the positional inputs; their node's hook will call the full backward hooks."""
+        result, input_idx = self._apply_on_tensors(self._set_user_hook, args)
+        self.n_inputs = len(args)
+        self.input_tensors_index = input_idx
+        return result
+
+    def setup_output_hook(self, args):
+        """Wrap the output (a tensor or a tuple); their node's hook runs the pre-hooks."""
+        def fn(grad_fn) -> None:
+            def hook(_, grad_output):
+                self.grad_outputs = self._pack_with_none(self.output_tensors_index, grad_output, self.n_outputs)
+                for user_pre_hook in self.user_pre_hooks:
+                    hook_grad_outputs = user_pre_hook(self.module, self.grad_outputs)
+                    if hook_grad_outputs is None:
+                        continue
+                    if len(hook_grad_outputs) != len(self.grad_outputs):
+                        raise RuntimeError("Backward pre hook returned an invalid number of grad_output, got "
+                                           f"{len(hook_grad_outputs)}, but expected {len(self.grad_outputs)}")
+                    self.grad_outputs = hook_grad_outputs
+                local_grad_outputs = self.grad_outputs
+                if self.input_tensors_index is None:
+                    # No input requires grad: no input node will fire, so the full hooks are called here.
+                    warnings.warn("Full backward hook is firing when gradients are computed with respect to "
+                                  "module outputs since no inputs require gradients. See "
+                                  "https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html"
+                                  "#torch.nn.Module.register_full_backward_hook for more details.", stacklevel=5)
+                    grad_inputs = (None,) * self.n_inputs
+                    for user_hook in self.user_hooks:
+                        result = user_hook(self.module, grad_inputs, self.grad_outputs)
+                        if result is not None and not (isinstance(result, tuple)
+                                                       and all(el is None for el in result)):
+                            raise RuntimeError("Backward hook for Modules where no input requires gradient "
+                                               "should always return None or None for all gradients.")
+                    self.grad_outputs = None
+                return self._unpack_none(self.output_tensors_index, local_grad_outputs)
+
+            grad_fn.register_hook(hook)
+
+        is_tuple = isinstance(args, tuple)
+        if not is_tuple:
+            args = (args,)
+        result, output_idx = self._apply_on_tensors(fn, args)
+        self.n_outputs = len(args)
+        self.output_tensors_index = output_idx
+        return result if is_tuple else result[0]

@@ -9,8 +9,11 @@ dispatch tests ``isinstance(value, Parameter)``, which accepts any array flagged
 
 Error messages keep torch's wording; where torch names its own types (``torch.nn.Parameter``,
 ``torch.FloatTensor``, ``torch.Size([3])``) we name ours (``modulecraft.nn.Parameter``, ``numpy.ndarray``,
-``(3,)``). What numpy forces to differ: no devices (``to`` accepts only ``"cpu"``); no autograd (no
-backward hooks, ``grad`` is filled by nobody but you); a dtype change makes new arrays (see ``_apply``).
+``(3,)``). What numpy forces to differ: no devices (``to`` accepts only ``"cpu"``); a dtype change makes
+new arrays (see ``_apply``); ``grad`` is always a plain ndarray (see ``zero_grad``).
+
+Backward hooks work as torch's (``BackwardHook`` in ``modulecraft.utils.hooks``) on ``modulecraft.autograd``.
+A plain ndarray counts as a tensor that does not require grad, so it gets None in grad_input and grad_output.
 """
 
 from __future__ import annotations
@@ -27,11 +30,14 @@ from typing import Any, Optional
 import numpy as np
 
 from modulecraft.nn.parameter import Buffer, Parameter, is_lazy
-from modulecraft.utils.hooks import RemovableHandle
+from modulecraft.utils.hooks import BackwardHook, RemovableHandle
 
 __all__ = [
     "register_module_forward_pre_hook",
     "register_module_forward_hook",
+    "register_module_full_backward_pre_hook",
+    "register_module_backward_hook",
+    "register_module_full_backward_hook",
     "register_module_buffer_registration_hook",
     "register_module_module_registration_hook",
     "register_module_parameter_registration_hook",
@@ -137,7 +143,8 @@ class _WrappedHook:
 
 
 # Hooks common to all modules. The registration hooks run right before a buffer/module/parameter is stored
-# and may return a replacement; the forward hooks run before the module's own hooks on every call.
+# and may return a replacement; the forward and backward hooks run before the module's own hooks on every call.
+# The global backward hooks are all full or all non-full: the first registration decides, for the process.
 _global_buffer_registration_hooks: dict[int, Callable] = OrderedDict()
 _global_module_registration_hooks: dict[int, Callable] = OrderedDict()
 _global_parameter_registration_hooks: dict[int, Callable] = OrderedDict()
@@ -145,6 +152,9 @@ _global_forward_pre_hooks: dict[int, Callable] = OrderedDict()
 _global_forward_hooks: dict[int, Callable] = OrderedDict()
 _global_forward_hooks_always_called: dict[int, bool] = OrderedDict()
 _global_forward_hooks_with_kwargs: dict[int, bool] = OrderedDict()
+_global_backward_pre_hooks: dict[int, Callable] = OrderedDict()
+_global_backward_hooks: dict[int, Callable] = OrderedDict()
+_global_is_full_backward_hook: Optional[bool] = None
 
 
 def _register_global(hooks: dict, hook: Callable) -> RemovableHandle:
@@ -187,6 +197,33 @@ def register_module_forward_hook(
     if always_call:
         _global_forward_hooks_always_called[handle.id] = True
     return handle
+
+
+def register_module_full_backward_pre_hook(hook: Callable[..., Any]) -> RemovableHandle:
+    """``hook(module, grad_output) -> None or new grad_output`` in every module's backward, ahead of its own."""
+    return _register_global(_global_backward_pre_hooks, hook)
+
+
+def _fix_global_backward_kind(full: bool) -> None:
+    global _global_is_full_backward_hook
+    if _global_is_full_backward_hook is (not full):
+        raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a "
+                           "global Module hook. Please use only one of them.")
+    _global_is_full_backward_hook = full
+
+
+def register_module_backward_hook(hook: Callable[..., Any]) -> RemovableHandle:
+    """The deprecated non-full kind of :func:`register_module_full_backward_hook` (see
+    ``Module.register_backward_hook``); the global hooks cannot mix the two kinds."""
+    _fix_global_backward_kind(full=False)
+    return _register_global(_global_backward_hooks, hook)
+
+
+def register_module_full_backward_hook(hook: Callable[..., Any]) -> RemovableHandle:
+    """``hook(module, grad_input, grad_output) -> None or new grad_input`` in every module's backward, ahead of
+    its own full backward hooks; the global hooks cannot mix full and non-full kinds."""
+    _fix_global_backward_kind(full=True)
+    return _register_global(_global_backward_hooks, hook)
 
 
 def _forward_unimplemented(self, *input: Any) -> None:
@@ -325,6 +362,9 @@ class Module:
     _parameters: dict[str, Optional[Parameter]]
     _buffers: dict[str, Optional[np.ndarray]]
     _non_persistent_buffers_set: set[str]
+    _backward_pre_hooks: dict[int, Callable]
+    _backward_hooks: dict[int, Callable]
+    _is_full_backward_hook: Optional[bool]
     _forward_hooks: dict[int, Callable]
     _forward_hooks_with_kwargs: dict[int, bool]
     _forward_hooks_always_called: dict[int, bool]
@@ -358,6 +398,9 @@ class Module:
         set_state("_parameters", {})
         set_state("_buffers", {})
         set_state("_non_persistent_buffers_set", set())
+        set_state("_backward_pre_hooks", OrderedDict())
+        set_state("_backward_hooks", OrderedDict())
+        set_state("_is_full_backward_hook", None)
         set_state("_forward_hooks", OrderedDict())
         set_state("_forward_hooks_with_kwargs", OrderedDict())
         set_state("_forward_hooks_always_called", OrderedDict())
@@ -378,9 +421,15 @@ class Module:
         return self._call_impl(*args, **kwargs)
 
     def _call_impl(self, *args, **kwargs):
-        """Run forward between the pre-hooks and hooks; with no hook registered anywhere, just forward."""
+        """Run forward between the pre-hooks and hooks; with no hook registered anywhere, just forward.
+
+        Backward hooks are wired here too: full ones (and backward pre-hooks) through a ``BackwardHook`` that
+        wraps the tensors going in (after the forward pre-hooks) and coming out (after the forward hooks);
+        non-full ones on the ``grad_fn`` of the output's first tensor.
+        """
         forward_call = self.forward
-        if not (self._forward_hooks or self._forward_pre_hooks
+        if not (self._backward_hooks or self._backward_pre_hooks or self._forward_hooks or self._forward_pre_hooks
+                or _global_backward_pre_hooks or _global_backward_hooks
                 or _global_forward_hooks or _global_forward_pre_hooks):
             return forward_call(*args, **kwargs)
 
@@ -389,6 +438,13 @@ class Module:
 
         def inner():
             nonlocal result, args, kwargs
+            full_backward_hooks, non_full_backward_hooks = [], []
+            backward_pre_hooks = []
+            if self._backward_pre_hooks or _global_backward_pre_hooks:
+                backward_pre_hooks = self._get_backward_pre_hooks()
+            if self._backward_hooks or _global_backward_hooks:
+                full_backward_hooks, non_full_backward_hooks = self._get_backward_hooks()
+
             for hook_id, hook in (*_global_forward_pre_hooks.items(), *self._forward_pre_hooks.items()):
                 if hook_id in self._forward_pre_hooks_with_kwargs:
                     args_kwargs_result = hook(self, args, kwargs)
@@ -405,6 +461,11 @@ class Module:
                     if args_result is not None:
                         args = args_result if isinstance(args_result, tuple) else (args_result,)
 
+            backward_hook = None
+            if full_backward_hooks or backward_pre_hooks:
+                backward_hook = BackwardHook(self, full_backward_hooks, backward_pre_hooks)
+                args = backward_hook.setup_input_hook(args)
+
             result = forward_call(*args, **kwargs)
 
             for hook_id, hook in (*_global_forward_hooks.items(), *self._forward_hooks.items()):
@@ -416,6 +477,15 @@ class Module:
                     hook_result = hook(self, args, result)
                 if hook_result is not None:
                     result = hook_result
+
+            if backward_hook is not None:
+                if not isinstance(result, (np.ndarray, tuple)):
+                    warnings.warn("For backward hooks to be called, module output should be a Tensor or a tuple "
+                                  f"of Tensors but received {type(result)}", stacklevel=2)
+                result = backward_hook.setup_output_hook(result)
+
+            if non_full_backward_hooks:
+                self._register_non_full_backward_hooks(non_full_backward_hooks, args, result)
             return result
 
         try:
@@ -820,13 +890,19 @@ class Module:
         return self._cast_floating(dtype, complex_too=True)
 
     def requires_grad_(self, requires_grad: bool = True) -> Module:
-        """Set ``requires_grad`` on every parameter (marks what to freeze; numpy computes no gradients)."""
+        """Set ``requires_grad`` on every parameter: ``False`` freezes them (backward leaves their ``grad``
+        alone, and gradients still flow through the module to its inputs). Buffers are not touched."""
         for p in self.parameters():
-            p.requires_grad = requires_grad
+            p.requires_grad_(requires_grad)
         return self
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """Reset every parameter's ``grad``: to None by default, else fill it with zeros in place."""
+        """Reset every parameter's ``grad``: to None by default (the next backward makes a new array), or
+        with ``set_to_none=False`` fill the same array with zeros in place.
+
+        torch also detaches a grad that is part of a graph; ours are always plain ndarrays (see
+        ``modulecraft.Tensor.grad``), so there is nothing to detach.
+        """
         for p in self.parameters():
             if p.grad is not None:
                 if set_to_none:
@@ -867,6 +943,119 @@ class Module:
         if prepend:
             self._forward_hooks.move_to_end(handle.id, last=False)
         return handle
+
+    def register_full_backward_pre_hook(self, hook, prepend: bool = False):
+        """``hook(module, grad_output) -> None or new grad_output`` when the gradients of this module's
+        outputs are known, before the gradients of its inputs are computed.
+
+        A returned tuple (one entry per output, None where an output is not a tensor) replaces grad_output
+        for the rest of backward, parameters included. ``prepend`` puts it ahead of this module's other
+        pre-hooks (global ones still run first). Do not modify inputs or outputs in place with hooks set.
+        """
+        handle = RemovableHandle(self._backward_pre_hooks)
+        self._backward_pre_hooks[handle.id] = hook
+        if prepend:
+            self._backward_pre_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def _fix_backward_kind(self, full: bool) -> None:
+        if self._is_full_backward_hook is (not full):
+            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a "
+                               "single Module. Please use only one of them.")
+        self._is_full_backward_hook = full
+
+    def register_backward_hook(self, hook):
+        """Deprecated: ``hook(module, grad_input, grad_output)`` on the ``grad_fn`` of the output's first tensor.
+
+        It sees only the last operation of forward (its gradients with respect to *that* operation's
+        inputs), so what it gets depends on how forward is computed; ``_call_impl`` warns when it can tell
+        that gradients are missing. Use :meth:`register_full_backward_hook`. One module cannot have both kinds.
+        """
+        self._fix_backward_kind(full=False)
+        handle = RemovableHandle(self._backward_hooks)
+        self._backward_hooks[handle.id] = hook
+        return handle
+
+    def register_full_backward_hook(self, hook, prepend: bool = False):
+        """``hook(module, grad_input, grad_output) -> None or new grad_input`` once the gradients of this
+        module's inputs are computed.
+
+        Both are tuples with one entry per positional input/output (None for non-tensors and for inputs
+        that get no gradient); keyword arguments are not seen. A returned tuple replaces the gradients that
+        flow on into the inputs (not the parameters' ``.grad``, already computed). If no input requires
+        grad, the hook fires with all-None grad_input (and a warning) and must return None.
+        """
+        self._fix_backward_kind(full=True)
+        handle = RemovableHandle(self._backward_hooks)
+        self._backward_hooks[handle.id] = hook
+        if prepend:
+            self._backward_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def _get_backward_hooks(self):
+        """The (full, non-full) backward hooks of a call, global ones first; one of the two lists is empty
+        unless the global and local kinds differ."""
+        full_backward_hooks: list[Callable] = []
+        non_full_backward_hooks: list[Callable] = []
+        if _global_is_full_backward_hook is True:
+            full_backward_hooks += _global_backward_hooks.values()
+        elif _global_is_full_backward_hook is False:
+            non_full_backward_hooks += _global_backward_hooks.values()
+        if self._is_full_backward_hook is True:
+            full_backward_hooks += self._backward_hooks.values()
+        elif self._is_full_backward_hook is False:
+            non_full_backward_hooks += self._backward_hooks.values()
+        return full_backward_hooks, non_full_backward_hooks
+
+    def _get_backward_pre_hooks(self):
+        return [*_global_backward_pre_hooks.values(), *self._backward_pre_hooks.values()]
+
+    def _register_non_full_backward_hooks(self, hooks, args, result) -> None:
+        """Put the non-full hooks on the ``grad_fn`` of the output's first tensor (looking into tuples,
+        lists and dicts), and warn if that node cannot give them every gradient. A result outside any
+        graph (a plain ndarray, no ``grad_fn``) gets no hook, as in torch."""
+        var = result
+        while not isinstance(var, np.ndarray):
+            var = next(v for v in var.values() if isinstance(v, np.ndarray)) if isinstance(var, dict) else var[0]
+        grad_fn = getattr(var, "grad_fn", None)
+        if grad_fn is not None:
+            for hook in hooks:
+                grad_fn.register_hook(_WrappedHook(hook, self))
+            self._maybe_warn_non_full_backward_hook(args, result, grad_fn)
+
+    def _maybe_warn_non_full_backward_hook(self, inputs, result, grad_fn) -> None:
+        """torch's FutureWarnings for the cases where a non-full hook misses some gradients."""
+        advice = "Please use register_full_backward_hook to get the documented behavior."
+        if isinstance(result, np.ndarray):
+            result = (result,)
+        elif not (isinstance(result, tuple) and all(isinstance(r, np.ndarray) for r in result)):
+            warnings.warn("Using non-full backward hooks on a Module that does not return a single Tensor or a "
+                          "tuple of Tensors is deprecated and will be removed in future versions. This hook will "
+                          f"be missing some of the grad_output. {advice}", FutureWarning, stacklevel=2)
+            return
+        if isinstance(inputs, np.ndarray):
+            inputs = (inputs,)
+        elif not (isinstance(inputs, tuple) and all(isinstance(i, np.ndarray) for i in inputs)):
+            warnings.warn("Using non-full backward hooks on a Module that does not take as input a single "
+                          "Tensor or a tuple of Tensors is deprecated and will be removed in future versions. "
+                          f"This hook will be missing some of the grad_input. {advice}",
+                          FutureWarning, stacklevel=2)
+            return
+        out_grad_fn = {fn for fn in (getattr(r, "grad_fn", None) for r in result) if fn is not None}
+        if len(out_grad_fn) == 0 or (len(out_grad_fn) == 1 and grad_fn not in out_grad_fn):
+            warnings.warn("Using a non-full backward hook when outputs are nested in python data structure is "
+                          "deprecated and will be removed in future versions. This hook will be missing some "
+                          "grad_output.", FutureWarning, stacklevel=2)
+        elif len(out_grad_fn) > 1:
+            warnings.warn("Using a non-full backward hook when outputs are generated by different autograd Nodes "
+                          "is deprecated and will be removed in future versions. This hook will be missing some "
+                          f"grad_output. {advice}", FutureWarning, stacklevel=2)
+        else:
+            inputs_grad_fn = {fn for fn in (getattr(i, "grad_fn", None) for i in inputs) if fn is not None}
+            if inputs_grad_fn != {edge[0] for edge in grad_fn.next_functions}:
+                warnings.warn("Using a non-full backward hook when the forward contains multiple autograd Nodes "
+                              "is deprecated and will be removed in future versions. This hook will be missing "
+                              f"some grad_input. {advice}", FutureWarning, stacklevel=2)
 
     # ------------------------------------------------------------------ state_dict
 
@@ -1095,13 +1284,16 @@ class Module:
     def __setstate__(self, state):
         self.__dict__.update(state)
         # Objects pickled before a hook table existed get an empty one.
-        for name in ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_forward_hooks",
+        for name in ("_backward_pre_hooks", "_backward_hooks", "_forward_pre_hooks",
+                     "_forward_pre_hooks_with_kwargs", "_forward_hooks",
                      "_forward_hooks_with_kwargs", "_forward_hooks_always_called", "_state_dict_hooks",
                      "_state_dict_pre_hooks", "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks"):
             if name not in self.__dict__:
                 super().__setattr__(name, OrderedDict())
         if "_non_persistent_buffers_set" not in self.__dict__:
             super().__setattr__("_non_persistent_buffers_set", set())
+        if "_is_full_backward_hook" not in self.__dict__:
+            super().__setattr__("_is_full_backward_hook", None)
 
     # ------------------------------------------------------------------ repr
 
