@@ -87,7 +87,7 @@ def _dtype_name(dtype) -> str:
 
 
 def _type_name(cls: type) -> str:
-    if cls is np.ndarray or (cls.__module__ == "torch" and cls.__name__ == "Tensor"):
+    if cls is np.ndarray or (cls.__module__ in ("torch", "modulecraft.autograd.tensor") and cls.__name__ == "Tensor"):
         return "array"
     return cls.__name__
 

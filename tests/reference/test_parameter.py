@@ -6,7 +6,8 @@ import pickle
 import numpy as np
 import pytest
 
-from modulecraft import nn
+import modulecraft
+from modulecraft import Tensor, nn
 from modulecraft.nn.parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter, is_lazy
 
 
@@ -23,17 +24,25 @@ def test_parameter_shares_memory_with_the_array_it_wraps():
     lambda p: np.maximum(p, 0), lambda p: p.detach(), lambda p: p.data,
 ], ids=["mul", "add", "neg", "slice", "reshape", "T", "copy", "astype", "concatenate", "sum", "maximum", "detach",
         "data"])
-def test_anything_computed_from_a_parameter_is_plain(derive):
-    result = derive(Parameter(np.arange(3, dtype=np.float32)))
-    assert type(result) in (np.ndarray, np.float32)
-    assert not isinstance(result, Parameter)
+def test_anything_computed_from_a_parameter_is_a_tensor_never_a_parameter(derive):
+    param = Parameter(np.arange(3, dtype=np.float32))
+    result = derive(param)
+    assert type(result) is Tensor and not isinstance(result, Parameter)
+    assert result.requires_grad is (result.grad_fn is not None), "recorded, or detached (detach, data)"
+    with modulecraft.no_grad():
+        result = derive(param)
+    assert type(result) in (np.ndarray, np.float32, Tensor) and not isinstance(result, Parameter)
+    assert getattr(result, "grad_fn", None) is None
 
 
 def test_in_place_arithmetic_keeps_the_parameter():
     param = Parameter(np.ones(2))
     alias = param
-    param += 1
+    with modulecraft.no_grad():
+        param += 1
     assert param is alias and type(param) is Parameter and list(param) == [2, 2]
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place"):
+        param += 1
 
 
 def test_parameters_hash_by_identity_like_tensors():

@@ -1,13 +1,14 @@
-"""Parameters and buffers: numpy arrays that a Module recognises on assignment.
+"""Parameters and buffers: tensors that a Module recognises on assignment.
 
-torch's ``Parameter`` and ``Buffer`` are Tensor subclasses; ours are ``np.ndarray`` subclasses. What numpy
-forces us to do differently (each is documented where it happens):
+torch's ``Parameter`` and ``Buffer`` are Tensor subclasses; ours subclass :class:`modulecraft.Tensor`
+(an ``np.ndarray`` with autograd). A Parameter is a leaf that requires grad: backward accumulates into its
+``.grad``. Results of arithmetic, indexing and numpy functions on it are plain ``Tensor`` objects with a
+``grad_fn`` (or plain ``np.ndarray`` when nothing records), never Parameters, so ``p * 2`` assigned to a
+module attribute does not register a parameter by accident.
 
-* An array cannot change dtype or shape in place, so conversions such as ``Module.double()`` put *new*
-  Parameter objects into the module (torch keeps the object and swaps its storage).
-* There is no autograd: ``requires_grad`` and ``grad`` are plain attributes that nothing fills in by itself.
-* Results of arithmetic, indexing and numpy functions are plain ``np.ndarray`` (as torch's results are plain
-  Tensors), so ``p * 2`` assigned to a module attribute does not register a parameter by accident.
+What numpy forces us to do differently (each is documented where it happens): an array cannot change dtype
+or shape in place, so conversions such as ``Module.double()`` put *new* Parameter objects into the module
+(torch keeps the object and swaps its storage).
 """
 
 from __future__ import annotations
@@ -16,69 +17,15 @@ from typing import Any
 
 import numpy as np
 
+from modulecraft.autograd.tensor import Tensor
+
 __all__ = ["Parameter", "UninitializedParameter", "is_lazy", "Buffer", "UninitializedBuffer",
            "UninitializedTensorMixin"]
 
 
-def _plain(value: Any) -> Any:
-    """Turn our array subclasses (also inside tuples/lists) into plain ndarray views of the same memory."""
-    if isinstance(value, _StateArray):
-        return value.view(np.ndarray)
-    if isinstance(value, (tuple, list)):
-        return type(value)(_plain(v) for v in value)
-    return value
-
-
-def _returning_plain(method):
-    def plain_result(self, *args, **kwargs):
-        return _plain(method(self, *args, **kwargs))
-
-    plain_result.__name__ = method.__name__
-    plain_result.__doc__ = method.__doc__
-    return plain_result
-
-
-def _with_plain_method_results(cls):
-    """Class decorator: the ndarray methods that build an array of the caller's class return plain ones."""
-    for name in ("reshape", "transpose", "swapaxes", "squeeze", "ravel", "flatten", "copy", "astype", "repeat",
-                 "take", "diagonal", "dot", "round", "clip", "cumsum", "cumprod"):
-        setattr(cls, name, _returning_plain(getattr(np.ndarray, name)))
-    return cls
-
-
-@_with_plain_method_results
-class _StateArray(np.ndarray):
-    """An ndarray whose derived arrays (arithmetic, indexing, numpy functions) come out as plain ndarrays.
-
-    Only the object the user created is special; anything computed from it is ordinary data, as in torch.
-    """
-
-    def __array_wrap__(self, array, context=None, return_scalar=False):
-        if type(array) is not np.ndarray:  # an in-place ufunc wrote into an array of ours: keep it
-            return array
-        return array[()] if return_scalar else array
-
-    def __array_function__(self, func, types, args, kwargs):
-        return _plain(super().__array_function__(func, types, args, kwargs))
-
-    def __getitem__(self, key):
-        return _plain(super().__getitem__(key))
-
-    @property
-    def T(self) -> np.ndarray:
-        return self.view(np.ndarray).T
-
-    # Hash by identity, as torch tensors do, so parameters can live in sets and dict keys.
-    __hash__ = object.__hash__
-
-    def detach(self) -> np.ndarray:
-        """A plain ndarray sharing this array's memory (what torch's ``Tensor.detach`` returns)."""
-        return self.view(np.ndarray)
-
-    @property
-    def data(self) -> np.ndarray:  # type: ignore[override]
-        """Like torch's ``.data``: the values as a plain array sharing memory (shadows ndarray's raw buffer)."""
-        return self.view(np.ndarray)
+def _float_dtype_required(data: np.ndarray) -> None:
+    if data.dtype.kind not in "fc":
+        raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
 
 
 class _FlagInstanceCheck(type):
@@ -102,12 +49,13 @@ def _rebuild_parameter(cls, data, requires_grad):
     return cls(data, requires_grad)
 
 
-class Parameter(_StateArray, metaclass=_FlagInstanceCheck):
-    """An array that a Module registers as a parameter when it is assigned as an attribute.
+class Parameter(Tensor, metaclass=_FlagInstanceCheck):
+    """A leaf tensor that a Module registers as a parameter when it is assigned as an attribute.
 
-    ``Parameter(data)`` shares memory with ``data`` when it already is an ndarray (as torch's shares the
-    tensor's storage); anything array-like is accepted. ``requires_grad`` defaults to True and ``grad``
-    starts as None. The repr starts with ``Parameter containing:`` followed by numpy's repr of the values.
+    ``Parameter(data)`` is a new object sharing memory with ``data`` when it is an ndarray (torch's
+    ``Parameter(t)`` is ``t.detach()`` marked as a parameter: never ``t`` itself); anything array-like is
+    accepted. ``requires_grad`` defaults to True (floating dtypes only, as torch) and ``grad`` starts as
+    None. The repr starts with ``Parameter containing:`` followed by numpy's repr of the values.
     """
 
     _instance_flag = "_is_param"
@@ -117,16 +65,9 @@ class Parameter(_StateArray, metaclass=_FlagInstanceCheck):
         if data is None:
             data = np.empty(0, dtype=np.float32)
         self = np.asarray(data).view(cls)
-        self.requires_grad = requires_grad
-        self.grad = None
-        return self
-
-    def __array_finalize__(self, obj) -> None:
-        self.requires_grad = getattr(obj, "requires_grad", True)
-        self.grad = None
-
-    def requires_grad_(self, requires_grad: bool = True) -> Parameter:
-        self.requires_grad = requires_grad
+        if requires_grad:
+            _float_dtype_required(self)
+            self._requires_grad = True
         return self
 
     def __repr__(self) -> str:
@@ -135,34 +76,37 @@ class Parameter(_StateArray, metaclass=_FlagInstanceCheck):
     def __deepcopy__(self, memo):
         # copy.deepcopy consults and fills ``memo`` around this call, so a shared parameter is copied once.
         # Like torch, the copy gets the values and requires_grad, not the grad.
-        return type(self)(np.array(self, copy=True), self.requires_grad)
+        return type(self)(np.array(self.view(np.ndarray), copy=True), self.requires_grad)
 
     def __reduce_ex__(self, protocol):
         return _rebuild_parameter, (type(self), np.asarray(self), self.requires_grad)
 
 
-class Buffer(_StateArray, metaclass=_FlagInstanceCheck):
-    """An array that a Module registers as a buffer when assigned as an attribute (torch 2.13's ``nn.Buffer``).
+class Buffer(Tensor, metaclass=_FlagInstanceCheck):
+    """A tensor that a Module registers as a buffer when assigned as an attribute (torch 2.13's ``nn.Buffer``).
 
-    ``persistent`` says whether it goes into the ``state_dict``. Shares memory with ``data``.
-    Any ndarray with ``_is_buffer = True`` passes ``isinstance(x, Buffer)``.
+    ``persistent`` says whether it goes into the ``state_dict``. A new object sharing memory with ``data``
+    (torch's ``Buffer(t)`` is ``t.detach()``, keeping ``t``'s requires_grad). Any ndarray with
+    ``_is_buffer = True`` passes ``isinstance(x, Buffer)``.
     """
 
     _instance_flag = "_is_buffer"
     _is_buffer = True
+    persistent = True
 
     def __new__(cls, data=None, *, persistent: bool = True):
         if data is None:
             data = np.empty(0, dtype=np.float32)
+        requires_grad = isinstance(data, Tensor) and data.requires_grad
         self = np.asarray(data).view(cls)
-        self.persistent = persistent
+        if requires_grad:
+            self._requires_grad = True
+        if not persistent:
+            self.persistent = False
         return self
 
-    def __array_finalize__(self, obj) -> None:
-        self.persistent = getattr(obj, "persistent", True)
-
     def __deepcopy__(self, memo):
-        return type(self)(np.array(self, copy=True), persistent=self.persistent)
+        return type(self)(np.array(self.view(np.ndarray), copy=True), persistent=self.persistent)
 
     def __reduce_ex__(self, protocol):
         return _rebuild_buffer, (type(self), np.asarray(self), self.persistent)
@@ -209,6 +153,22 @@ class UninitializedTensorMixin:
 
     __str__ = __repr__
 
+    def _refuse_use(self, operation: str):
+        raise ValueError(
+            f"Attempted to use an uninitialized parameter in {operation}. This error happens when you are using a "
+            f"`LazyModule` or explicitly manipulating `modulecraft.nn.parameter.{type(self).__name__}` objects. "
+            "When using LazyModules Call `forward` with a dummy batch to initialize the parameters before "
+            "calling numpy functions")
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        self._refuse_use(f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}"))
+
+    def __array_function__(self, func, types, args, kwargs):
+        self._refuse_use(f"numpy.{func.__name__}")
+
+    def __getitem__(self, key):
+        self._refuse_use("__getitem__")
+
     def __deepcopy__(self, memo):
         return self._like(self.dtype)
 
@@ -230,8 +190,7 @@ class UninitializedParameter(UninitializedTensorMixin, Parameter):
 
     def __new__(cls, requires_grad: bool = True, device=None, dtype=None):
         self = _empty_owned(cls, dtype)
-        self.requires_grad = requires_grad
-        self.grad = None
+        self._requires_grad = requires_grad
         return self
 
     def _like(self, dtype):
@@ -253,7 +212,7 @@ class UninitializedBuffer(UninitializedTensorMixin, Buffer):
     def __new__(cls, requires_grad: bool = False, device=None, dtype=None, persistent: bool = True):
         self = _empty_owned(cls, dtype)
         self.persistent = persistent
-        self.requires_grad = requires_grad
+        self._requires_grad = requires_grad
         return self
 
     def _like(self, dtype):

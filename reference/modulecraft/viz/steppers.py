@@ -137,8 +137,13 @@ class LoadStep:
 
 
 def _array_type(array) -> type:
-    """The array class a framework's load accepts: ``torch.Tensor`` for torch, ``numpy.ndarray`` for modulecraft."""
-    return next((cls for cls in type(array).__mro__ if cls.__name__ in ("Tensor", "ndarray")), object)
+    """The array class a framework's load accepts: ``torch.Tensor`` for torch, ``numpy.ndarray`` for modulecraft.
+
+    modulecraft's parameters are ``modulecraft.Tensor`` objects, which are ndarrays: ndarray wins over Tensor.
+    """
+    mro = type(array).__mro__
+    return next((cls for cls in mro if cls.__name__ == "ndarray"),
+                next((cls for cls in mro if cls.__name__ == "Tensor"), object))
 
 
 def _overrides_set_extra_state(module) -> bool:

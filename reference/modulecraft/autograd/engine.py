@@ -1,0 +1,250 @@
+"""The backward engine: runs a recorded graph from its roots to its leaves (torch's ``Engine``).
+
+Order, as torch's: a node runs once every gradient flowing into it has arrived and been summed; among the
+nodes that are ready, the one created last runs first (highest sequence number), and ``AccumulateGrad``
+nodes run before any other. Around each node: the tensor hooks of its outputs (then ``retain_grad``), its
+pre-hooks, the node itself, its hooks. Unless ``retain_graph``, each node drops its saved values once run.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Sequence
+
+import numpy as np
+
+from modulecraft.autograd import grad_mode
+from modulecraft.autograd.graph import AccumulateGrad, Node
+
+__all__ = ["backward", "grad", "run_backward"]
+
+
+def _check_hook_result(hook, result, expected: int, what: str) -> tuple:
+    result = tuple(result)
+    if len(result) != expected:
+        name = getattr(hook, "__name__", repr(hook))
+        raise RuntimeError(f"hook '{name}' has returned an incorrect number of values (got {len(result)}, "
+                           f"but expected {expected})")
+    return result
+
+
+def _call_node(node: Node, grads: list) -> tuple:
+    """Run ``node`` on the gradients of its outputs with all its hooks; return one gradient per edge."""
+    tables = node._hook_tables
+    for output_nr, hook in node._tensor_pre_hooks():
+        replaced = hook(grads[output_nr])
+        if replaced is not None:
+            grads[output_nr] = replaced
+    if tables is not None:
+        for output_nr, tensor_ref in tables.retains_grad.items():
+            tensor = tensor_ref()
+            if tensor is not None and grads[output_nr] is not None:
+                tensor._retain(grads[output_nr])
+        for hook in tuple(tables.pre_hooks.values()):
+            replaced = hook(tuple(grads))
+            if replaced is not None:
+                grads = list(_check_hook_result(hook, replaced, len(grads), "pre-hook"))
+    if all(g is None for g in grads):
+        grad_inputs = (None,) * len(node.next_functions)
+    else:
+        grad_inputs = node.apply(grads)
+    if tables is not None and tables.hooks:
+        grad_outputs = tuple(grads)
+        for hook in tuple(tables.hooks.values()):
+            replaced = hook(tuple(grad_inputs), grad_outputs)
+            if replaced is not None:
+                grad_inputs = _check_hook_result(hook, replaced, len(grad_inputs), "hook")
+    return grad_inputs
+
+
+def _dependencies(roots: Sequence[Node]) -> dict:
+    """How many edges point at each node reachable from ``roots``."""
+    dependencies: dict = {}
+    stack = list(roots)
+    seen = set(stack)
+    while stack:
+        for nxt, _ in stack.pop().next_functions:
+            if nxt is None:
+                continue
+            dependencies[nxt] = dependencies.get(nxt, 0) + 1
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return dependencies
+
+
+def _needed(roots: Sequence[Node], targets: set) -> set:
+    """The nodes from which some node in ``targets`` can be reached (those autograd.grad must run)."""
+    needed: set = set()
+    visited: set = set()
+    for root in roots:
+        stack = [(root, iter(root.next_functions))]
+        visited.add(root)
+        while stack:
+            node, edges = stack[-1]
+            for nxt, _ in edges:
+                if nxt is not None and nxt not in visited:
+                    visited.add(nxt)
+                    stack.append((nxt, iter(nxt.next_functions)))
+                    break
+            else:
+                stack.pop()
+                if any(nxt in targets or nxt in needed for nxt, _ in node.next_functions):
+                    needed.add(node)
+    return needed
+
+
+def run_backward(roots: Sequence[tuple], root_grads: Sequence, retain_graph: bool,
+                 captures: dict | None = None) -> list | None:
+    """Propagate ``root_grads`` from the edges ``roots`` through the graph.
+
+    Without ``captures`` (``backward``), every reachable node runs and leaves accumulate into ``.grad``.
+    With ``captures`` (``autograd.grad``: a dict ``(node, output_nr) -> positions``), only the nodes leading
+    to a captured edge run, nothing is accumulated, and the captured gradients are returned by position.
+    """
+    buffers: dict = {}
+    root_nodes = []
+    for (node, output_nr), grad in zip(roots, root_grads):
+        buffer = buffers.get(node)
+        if buffer is None:
+            buffer = buffers[node] = [None] * node.num_outputs
+            root_nodes.append(node)
+        buffer[output_nr] = grad if buffer[output_nr] is None else buffer[output_nr] + grad
+    dependencies = _dependencies(root_nodes)
+    needed = None
+    captured = None
+    if captures is not None:
+        needed = _needed(root_nodes, {node for node, _ in captures})
+        captured = [None] * sum(len(positions) for positions in captures.values())
+    tie_breaker = itertools.count()
+    ready = [(-node._sequence_nr, next(tie_breaker), node) for node in root_nodes if node not in dependencies]
+    heapq.heapify(ready)
+    with grad_mode.no_grad():
+        while ready:
+            node = heapq.heappop(ready)[2]
+            grads = buffers.pop(node)
+            if captures is not None:
+                if node not in needed:
+                    for output_nr, hook in node._tensor_pre_hooks():
+                        replaced = hook(grads[output_nr])
+                        if replaced is not None:
+                            grads[output_nr] = replaced
+                for output_nr, grad in enumerate(grads):
+                    for position in captures.get((node, output_nr), ()):
+                        captured[position] = grad
+                if node not in needed:
+                    continue
+            grad_inputs = _call_node(node, grads)
+            if not retain_graph:
+                node.release_saved()
+            for (nxt, output_nr), grad in zip(node.next_functions, grad_inputs):
+                if nxt is None:
+                    continue
+                if grad is not None:
+                    buffer = buffers.get(nxt)
+                    if buffer is None:
+                        buffer = buffers[nxt] = [None] * nxt.num_outputs
+                    previous = buffer[output_nr]
+                    buffer[output_nr] = grad if previous is None else previous + grad
+                elif nxt not in buffers:
+                    buffers[nxt] = [None] * nxt.num_outputs
+                remaining = dependencies[nxt] - 1
+                dependencies[nxt] = remaining
+                if remaining == 0:
+                    heapq.heappush(ready, (-nxt._sequence_nr, next(tie_breaker), nxt))
+    return captured
+
+
+def _as_tuple(values) -> tuple:
+    if values is None:
+        return ()
+    if isinstance(values, (tuple, list)):
+        return tuple(values)
+    return (values,)
+
+
+def _root_edges(outputs: tuple, grad_outputs: tuple) -> tuple[list, list]:
+    """The edges and initial gradients of ``outputs``, with torch's checks and implicit scalar gradient."""
+    from modulecraft.autograd.tensor import Tensor
+
+    if len(grad_outputs) != len(outputs):
+        raise RuntimeError(f"grad can be implicitly created only for scalar outputs"
+                           if not grad_outputs else
+                           f"Mismatch in number of gradients: got {len(grad_outputs)} gradients for "
+                           f"{len(outputs)} outputs")
+    edges, grads = [], []
+    for index, (output, grad) in enumerate(zip(outputs, grad_outputs)):
+        if not isinstance(output, Tensor) or not output._requires_grad:
+            raise RuntimeError(f"element {index} of tensors does not require grad and does not have a grad_fn")
+        if grad is None:
+            if output.size != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            grad = np.ones(output.shape, dtype=output.dtype)
+        else:
+            grad = np.asarray(grad)
+            if grad.shape != output.shape:
+                raise RuntimeError(f"Mismatch in shape: grad_output[{index}] has a shape of {grad.shape} and "
+                                   f"output[{index}] has a shape of {output.shape}.")
+        edges.append(output._edge())
+        grads.append(grad)
+    return edges, grads
+
+
+def _reject_create_graph(create_graph: bool) -> None:
+    if create_graph:
+        raise NotImplementedError(
+            "create_graph=True is not supported by modulecraft: backward computes gradients with plain numpy "
+            "and records no graph, so higher-order gradients are not available")
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool = False) -> None:
+    """Accumulate the gradients of ``tensors`` (weighted by ``grad_tensors``) into the leaves' ``.grad``.
+
+    ``grad_tensors`` may be omitted for outputs with one element. ``retain_graph`` keeps the saved values
+    for another backward. Higher-order gradients (``create_graph=True``) are not supported.
+    """
+    _reject_create_graph(create_graph)
+    outputs = _as_tuple(tensors)
+    grads = _as_tuple(grad_tensors) if grad_tensors is not None else (None,) * len(outputs)
+    edges, root_grads = _root_edges(outputs, grads)
+    run_backward(edges, root_grads, bool(retain_graph))
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bool = False,
+         allow_unused: bool | None = None, materialize_grads: bool = False) -> tuple:
+    """The gradients of ``outputs`` with respect to ``inputs``, returned instead of accumulated.
+
+    Only the part of the graph that leads to ``inputs`` runs; ``.grad`` is left alone. An input the outputs
+    do not depend on raises unless ``allow_unused`` (then its gradient is None, or zeros with
+    ``materialize_grads``). Higher-order gradients (``create_graph=True``) are not supported.
+    """
+    from modulecraft.autograd.tensor import Tensor
+
+    _reject_create_graph(create_graph)
+    if materialize_grads:
+        allow_unused = True if allow_unused is None else allow_unused
+        if not allow_unused:
+            raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, "
+                             "but got: allow_unused=False.")
+    outputs = _as_tuple(outputs)
+    inputs = _as_tuple(inputs)
+    grads = _as_tuple(grad_outputs) if grad_outputs is not None else (None,) * len(outputs)
+    edges, root_grads = _root_edges(outputs, grads)
+    captures: dict = {}
+    for position, tensor in enumerate(inputs):
+        if not isinstance(tensor, Tensor) or not tensor._requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+        captures.setdefault(tensor._edge(), []).append(position)
+    retain = bool(retain_graph) if retain_graph is not None else create_graph
+    captured = run_backward(edges, root_grads, retain, captures)
+    result = []
+    for index, (tensor, value) in enumerate(zip(inputs, captured)):
+        if value is None:
+            if not allow_unused:
+                raise RuntimeError(f"The differentiated Tensor at index {index} appears to not have been used in the "
+                                   "graph. Set allow_unused=True if this is the desired behavior.")
+            if materialize_grads:
+                value = np.zeros(tensor.shape, dtype=tensor.dtype)
+        result.append(value)
+    return tuple(result)

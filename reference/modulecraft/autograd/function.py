@@ -1,0 +1,145 @@
+"""Custom differentiable operations: ``Function`` with ``forward(ctx, ...)`` and ``backward(ctx, ...)``.
+
+As in torch, ``MyFunction.apply(*args)`` runs ``forward`` with grad mode off and, if an input requires
+grad, records one node of class ``MyFunctionBackward``. That node is also the ``ctx`` both methods receive:
+attributes set on it in ``forward`` are there in ``backward``, and ``register_hook``/``register_prehook``
+on ``output.grad_fn`` work as on any node. With several outputs the node's ``backward`` gets one gradient
+per output; outputs that received none get zeros (torch's ``materialize_grads`` default).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from modulecraft.autograd import grad_mode
+from modulecraft.autograd.graph import Node
+from modulecraft.autograd.ops.elementwise import unbroadcast
+from modulecraft.autograd.tensor import Tensor, edges, result, version_counter
+
+__all__ = ["Function", "FunctionCtx", "BackwardCFunction"]
+
+
+class FunctionCtx:
+    """What ``forward`` can tell ``backward``: saved tensors, non-differentiable outputs, materialize_grads."""
+
+    def save_for_backward(self, *tensors) -> None:
+        """Keep ``tensors`` for backward (read them back as ``ctx.saved_tensors``); in-place changes are seen."""
+        self.to_save = tensors
+
+    def mark_non_differentiable(self, *tensors) -> None:
+        """Outputs listed here get no ``grad_fn`` and do not require grad."""
+        self.non_differentiable = tensors
+
+    def set_materialize_grads(self, value: bool) -> None:
+        """Whether outputs without a gradient give zeros (default) or None to ``backward``."""
+        self.materialize_grads = value
+
+    def mark_dirty(self, *tensors) -> None:
+        raise NotImplementedError("in-place custom Functions (mark_dirty) are not supported by modulecraft")
+
+
+class BackwardCFunction(FunctionCtx, Node):
+    """The node (and ``ctx``) recorded by ``Function.apply``; one subclass per Function, ``<Name>Backward``."""
+
+    _forward_cls: type
+    materialize_grads = True
+    to_save = ()
+    non_differentiable = ()
+
+    def __init__(self) -> None:
+        Node.__init__(self, ())
+        self.num_outputs = 1
+        self._output_meta = ()
+        self._input_meta = ()
+
+    @property
+    def saved_tensors(self) -> tuple:
+        return self.saved_values()
+
+    def apply(self, grads: list) -> tuple:
+        if self.materialize_grads:
+            grads = [np.zeros(shape, dtype) if grad is None else grad
+                     for grad, (shape, dtype) in zip(grads, self._output_meta)]
+        name = self.name()
+        returned = self._forward_cls.backward(self, *grads)
+        returned = returned if isinstance(returned, tuple) else (returned,)
+        expected = len(self._input_meta)
+        if len(returned) < expected or any(g is not None for g in returned[expected:]):
+            raise RuntimeError(f"function {name} returned an incorrect number of gradients (expected "
+                               f"{expected}, got {len(returned)})")
+        gradients = []
+        for index, (grad, meta) in enumerate(zip(returned, self._input_meta)):
+            if meta is None:  # an argument that is not a tensor
+                if grad is not None:
+                    raise RuntimeError(f"function {name} returned a gradient different than None at position "
+                                       f"{index + 1}, but the corresponding forward input was not a Variable")
+                continue
+            if grad is not None:
+                grad = np.asarray(grad.view(np.ndarray) if isinstance(grad, Tensor) else grad)
+                if grad.shape != meta:
+                    try:
+                        np.broadcast_shapes(grad.shape, meta)
+                        grad = unbroadcast(grad, meta)
+                    except ValueError:
+                        grad = None
+                    if grad is None or grad.shape != meta:
+                        raise RuntimeError(f"Function {name} returned an invalid gradient at index {index} - got "
+                                           f"{list(np.shape(returned[index]))} but expected shape compatible "
+                                           f"with {list(meta)}")
+            gradients.append(grad)
+        return tuple(gradients)
+
+
+class _FunctionMeta(type):
+    """Gives each Function subclass its node class, named ``<Function>Backward`` as in torch."""
+
+    def __init__(cls, name, bases, attributes) -> None:
+        super().__init__(name, bases, attributes)
+        cls._backward_cls = type(f"{name}Backward", (BackwardCFunction,), {"_forward_cls": cls})
+
+
+class Function(metaclass=_FunctionMeta):
+    """Subclass with ``@staticmethod forward(ctx, *args)`` and ``@staticmethod backward(ctx, *grads)``;
+    call ``apply``, never ``forward``, to get a recorded result."""
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError("You must implement either the backward or vjp method for your custom "
+                                  "autograd.Function to use it with backward mode AD.")
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        ctx = cls._backward_cls()
+        tensor_args = [arg for arg in args if isinstance(arg, np.ndarray)]
+        ctx.needs_input_grad = tuple(isinstance(arg, Tensor) and arg._requires_grad for arg in args)
+        with grad_mode.no_grad():
+            outputs = cls.forward(ctx, *args, **kwargs)
+        if not (grad_mode.state.enabled and any(ctx.needs_input_grad)):
+            return outputs
+        ctx.next_functions = edges(tensor_args)
+        ctx._input_meta = tuple(np.shape(arg) if isinstance(arg, np.ndarray) else None for arg in args)
+        several = isinstance(outputs, tuple)
+        outputs = outputs if several else (outputs,)
+        ctx.num_outputs = len(outputs)
+        ctx._output_meta = tuple((np.shape(out), getattr(out, "dtype", np.float64)) for out in outputs)
+        non_differentiable = {id(t) for t in ctx.non_differentiable}
+        wrapped = []
+        for output_nr, out in enumerate(outputs):
+            if not isinstance(out, np.ndarray) or id(out) in non_differentiable:
+                wrapped.append(out)
+                continue
+            raw = out.view(np.ndarray)
+            recorded = result(raw, ctx, output_nr=output_nr)
+            if isinstance(out, Tensor) and any(out is arg for arg in args):
+                recorded._vc = version_counter(out)  # an input returned as is: the output is a view of it
+            wrapped.append(recorded)
+        saved = tuple(ctx.to_save)
+        ctx._saved = saved
+        ctx._versions = tuple((counter, counter[0]) for counter in
+                              (version_counter(t) for t in saved if isinstance(t, Tensor)))
+        ctx.__dict__.pop("to_save", None)
+        return tuple(wrapped) if several else wrapped[0]

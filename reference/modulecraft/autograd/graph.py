@@ -1,0 +1,173 @@
+"""The graph backward walks: nodes (``grad_fn``), their edges, hooks and saved values (torch.autograd.graph).
+
+Every operation that records creates one :class:`Node`. Its ``next_functions`` holds one edge per input,
+``(node, output_nr)``: the node that produced that input (``AccumulateGrad`` for a leaf that requires grad)
+and which of that node's outputs it was, or ``(None, 0)`` for an input that needs no gradient. A node's
+``apply`` receives the gradients of its outputs and returns one gradient per edge.
+
+Gradients travelling through the graph are plain ``np.ndarray`` (or numpy scalars for 0-d values): backward
+never records a graph of its own, which is also why ``create_graph=True`` is not supported.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import weakref
+from collections import OrderedDict
+
+import numpy as np
+
+from modulecraft.utils.hooks import RemovableHandle
+
+__all__ = ["Node", "AccumulateGrad"]
+
+_sequence_numbers = itertools.count()
+_FREED = object()  # what ``Node._saved`` becomes once backward released the saved values
+
+FREED_GRAPH_MESSAGE = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after they have "
+    "already been freed). Saved intermediate values of the graph are freed when you call .backward() or "
+    "autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or "
+    "if you need to access saved tensors after calling backward.")
+
+
+class _NodeHooks:
+    """The hook tables of one node, created on first registration so that plain nodes stay small."""
+
+    __slots__ = ("pre_hooks", "hooks", "tensor_pre_hooks", "retains_grad")
+
+    def __init__(self) -> None:
+        self.pre_hooks: OrderedDict = OrderedDict()  # fn(grad_outputs) -> None or replacement
+        self.hooks: OrderedDict = OrderedDict()  # fn(grad_inputs, grad_outputs) -> None or replacement
+        self.tensor_pre_hooks: OrderedDict = OrderedDict()  # id -> (output_nr, fn(grad) -> None or grad)
+        self.retains_grad: dict = {}  # output_nr -> weak reference to the tensor whose .grad is kept
+
+
+class Node:
+    """A recorded operation; ``name()`` is torch's node name (the class name, e.g. ``MulBackward0``).
+
+    Subclasses with one output implement ``backward(grad)``; ``apply(grads)`` (one gradient per output, in
+    order) is what the engine calls. Values needed by backward are kept in ``_saved`` with the version of
+    each tensor they came from (``_versions``: pairs of version counter and expected version), so that an
+    in-place change made after recording is detected instead of giving a wrong gradient.
+    """
+
+    __slots__ = ("next_functions", "_sequence_nr", "_saved", "_versions", "_hook_tables", "__weakref__")
+
+    num_outputs = 1
+
+    def __init__(self, next_functions: tuple) -> None:
+        self.next_functions = next_functions
+        self._sequence_nr = next(_sequence_numbers)
+        self._saved = None
+        self._versions = ()
+        self._hook_tables = None
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} object at {id(self):#x}>"
+
+    def saved_values(self) -> tuple:
+        """The values saved for backward, after checking they are still there and unmodified."""
+        saved = self._saved
+        if saved is _FREED:
+            raise RuntimeError(FREED_GRAPH_MESSAGE)
+        for counter, expected in self._versions:
+            if counter[0] != expected:
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been modified by an inplace "
+                    f"operation: it is needed by {self.name()} and is at version {counter[0]}; expected version "
+                    f"{expected} instead. Hint: the in-place change was made after the operation was recorded; "
+                    "do it on a copy, or before.")
+        return saved
+
+    def release_saved(self) -> None:
+        """Drop the saved values (backward without ``retain_graph``); a second backward then raises."""
+        if self._saved is not None:
+            self._saved = _FREED
+
+    def apply(self, grads: list) -> tuple:
+        return self.backward(grads[0])
+
+    def backward(self, grad):
+        raise NotImplementedError(f"{self.name()} does not implement backward")
+
+    def _hooks(self) -> _NodeHooks:
+        if self._hook_tables is None:
+            self._hook_tables = _NodeHooks()
+        return self._hook_tables
+
+    def register_hook(self, fn) -> RemovableHandle:
+        """Call ``fn(grad_inputs, grad_outputs)`` after this node ran; a tuple returned replaces grad_inputs.
+
+        As in torch, ``grad_inputs`` are the gradients this node computed (one per ``next_functions`` edge)
+        and ``grad_outputs`` the gradients it received.
+        """
+        table = self._hooks().hooks
+        handle = RemovableHandle(table)
+        table[handle.id] = fn
+        return handle
+
+    def register_prehook(self, fn) -> RemovableHandle:
+        """Call ``fn(grad_outputs)`` before this node runs; a tuple returned replaces grad_outputs."""
+        table = self._hooks().pre_hooks
+        handle = RemovableHandle(table)
+        table[handle.id] = fn
+        return handle
+
+    def _register_tensor_hook(self, output_nr: int, fn) -> RemovableHandle:
+        table = self._hooks().tensor_pre_hooks
+        handle = RemovableHandle(table)
+        table[handle.id] = (output_nr, fn)
+        return handle
+
+    def _tensor_pre_hooks(self):
+        """(output_nr, fn) pairs of the hooks registered on this node's output tensors, in order."""
+        tables = self._hook_tables
+        return () if tables is None else tables.tensor_pre_hooks.values()
+
+
+class AccumulateGrad(Node):
+    """The node of a leaf that requires grad: adds the gradient it receives into ``variable.grad``.
+
+    It runs first among the nodes that are ready (torch gives it the highest priority). The first gradient
+    is copied (the graph may share it with other nodes); later ones are added in place into that array.
+    Hooks registered on the leaf tensor run just before, as this node's tensor pre-hooks.
+    """
+
+    __slots__ = ("variable",)
+
+    def __init__(self, variable) -> None:
+        super().__init__(())
+        self._sequence_nr = sys.maxsize
+        self.variable = variable
+
+    def backward(self, grad):
+        variable = self.variable
+        grad = np.asarray(grad)
+        if grad.shape != variable.shape:
+            raise RuntimeError(f"Function AccumulateGrad returned an invalid gradient at index 0 - got "
+                               f"{list(grad.shape)} but expected shape compatible with {list(variable.shape)}")
+        existing = variable._grad
+        if existing is None:
+            variable._grad = np.array(grad, dtype=variable.dtype, copy=True)
+        else:
+            np.add(existing, grad, out=existing, casting="unsafe")
+        return ()
+
+    def _tensor_pre_hooks(self):
+        hooks = self.variable._backward_hooks
+        return () if hooks is None else [(0, fn) for fn in hooks.values()]
+
+
+def weak_accumulator(variable) -> AccumulateGrad:
+    """The leaf's ``AccumulateGrad`` node: the same object for as long as some graph holds it (as torch)."""
+    ref = variable._grad_accumulator
+    node = None if ref is None else ref()
+    if node is None:
+        node = AccumulateGrad(variable)
+        variable._grad_accumulator = weakref.ref(node)
+    return node

@@ -1,0 +1,1 @@
+"""The differentiable operations, one file per family; each registers itself in ``registry``."""

@@ -1,0 +1,274 @@
+"""Elementwise operations (numpy ufuncs): arithmetic with broadcasting, ``exp``, ``log``, ``tanh``, ``maximum``...
+
+Node names and edges follow torch: ``x + 1`` records ``AddBackward0`` with edges (x, None); a Python number
+on the left of ``+`` or ``*`` is moved to the right as torch does; ``1 - x`` is ``RsubBackward1``, ``x ** 2``
+is ``PowBackward0`` and ``2 ** x`` is ``PowBackward2`` (one edge each). ``2 / x`` records one
+``DivBackward0`` with edges (None, x) where torch records ``ReciprocalBackward0`` then ``MulBackward0``.
+Broadcasting is undone in backward: a gradient is summed over the axes its input was broadcast along.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from modulecraft.autograd.graph import Node
+from modulecraft.autograd.ops.registry import UFUNCS
+from modulecraft.autograd.tensor import edges, result, save, save_output
+
+__all__ = ["unbroadcast"]
+
+
+def unbroadcast(grad, shape: tuple):
+    """Sum ``grad`` down to ``shape``: over the leading axes broadcasting added, and the axes it stretched."""
+    grad_shape = np.shape(grad)
+    if grad_shape == shape:
+        return grad
+    extra = len(grad_shape) - len(shape)
+    if extra:
+        grad = grad.sum(axis=tuple(range(extra)))
+    stretched = tuple(axis for axis, size in enumerate(shape) if size == 1 and grad.shape[axis] != 1)
+    if stretched:
+        grad = grad.sum(axis=stretched, keepdims=True)
+    return grad
+
+
+def _is_number(value) -> bool:
+    return not isinstance(value, np.ndarray)
+
+
+class _BinaryNode(Node):
+    """A node with two edges that undoes broadcasting with the inputs' ``shapes``."""
+
+    __slots__ = ("shapes",)
+
+    def backward(self, grad):
+        (first, _), (second, _) = self.next_functions
+        grad_first, grad_second = self.gradients(grad, first is not None, second is not None)
+        shape_first, shape_second = self.shapes
+        return (None if grad_first is None else unbroadcast(grad_first, shape_first),
+                None if grad_second is None else unbroadcast(grad_second, shape_second))
+
+
+class AddBackward0(_BinaryNode):
+    __slots__ = ()
+
+    def gradients(self, grad, first, second):
+        return grad, grad
+
+
+class SubBackward0(_BinaryNode):
+    __slots__ = ()
+
+    def gradients(self, grad, first, second):
+        return grad, (-grad if second else None)
+
+
+class MulBackward0(_BinaryNode):
+    __slots__ = ()
+
+    def gradients(self, grad, first, second):
+        a, b = self.saved_values()
+        return (grad * b if first else None), (grad * a if second else None)
+
+
+class DivBackward0(_BinaryNode):
+    __slots__ = ()
+
+    def gradients(self, grad, first, second):
+        a, b = self.saved_values()
+        return (grad / b if first else None), (-grad * a / (b * b) if second else None)
+
+
+class PowBackward1(_BinaryNode):
+    """Tensor ** tensor. The exponent's gradient is 0 where the base is 0 and the exponent >= 0 (as torch)."""
+
+    __slots__ = ()
+
+    def gradients(self, grad, first, second):
+        a, b = self.saved_values()
+        grad_base = grad * b * a ** (b - 1) if first else None
+        grad_exponent = None
+        if second:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                grad_exponent = grad * np.where((a == 0) & (b >= 0), 0, a ** b * np.log(a))
+        return grad_base, grad_exponent
+
+
+class MaximumBackward0(_BinaryNode):
+    """Where the inputs tie, each gets half of the gradient (as torch's ``maximum``)."""
+
+    __slots__ = ()
+
+    def gradients(self, grad, first, second):
+        a, b = self.saved_values()
+        share = np.where(a == b, grad / 2, grad)
+        return (np.where(a < b, 0, share) if first else None), (np.where(a > b, 0, share) if second else None)
+
+
+class MinimumBackward0(_BinaryNode):
+    __slots__ = ()
+
+    def gradients(self, grad, first, second):
+        a, b = self.saved_values()
+        share = np.where(a == b, grad / 2, grad)
+        return (np.where(a > b, 0, share) if first else None), (np.where(a < b, 0, share) if second else None)
+
+
+class RsubBackward1(Node):
+    """``number - x``."""
+
+    __slots__ = ()
+
+    def backward(self, grad):
+        return (-grad,)
+
+
+class PowBackward0(Node):
+    """``x ** number`` (also ``np.square``)."""
+
+    __slots__ = ("exponent",)
+
+    def backward(self, grad):
+        (a,) = self.saved_values()
+        exponent = self.exponent
+        return (grad * exponent * a ** (exponent - 1) if exponent != 0 else np.zeros_like(grad * a),)
+
+
+class PowBackward2(Node):
+    """``number ** x``."""
+
+    __slots__ = ("base",)
+
+    def backward(self, grad):
+        (out,) = self.saved_values()
+        return (grad * out * np.log(self.base),)
+
+
+class NegBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        return (-grad,)
+
+
+class ExpBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        (out,) = self.saved_values()
+        return (grad * out,)
+
+
+class LogBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        (a,) = self.saved_values()
+        return (grad / a,)
+
+
+class TanhBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        (out,) = self.saved_values()
+        return (grad * (1 - out * out),)
+
+
+class SqrtBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        (out,) = self.saved_values()
+        return (grad / (2 * out),)
+
+
+class AbsBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        (a,) = self.saved_values()
+        return (grad * np.sign(a),)
+
+
+class ReciprocalBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        (out,) = self.saved_values()
+        return (-grad * out * out,)
+
+
+def _binary(node_class, ufunc, saves_inputs: bool, commutative: bool = False):
+    def rule(inputs, raw):
+        if commutative and _is_number(raw[0]) and not _is_number(raw[1]):
+            inputs, raw = inputs[::-1], raw[::-1]
+        node = node_class(edges(inputs))
+        node.shapes = (np.shape(raw[0]), np.shape(raw[1]))
+        if saves_inputs:
+            save(node, inputs, raw)
+        return result(ufunc(*raw), node)
+
+    return rule
+
+
+def _unary(node_class, ufunc, saves: str | None):
+    def rule(inputs, raw):
+        node = node_class(edges(inputs))
+        out = result(ufunc(*raw), node)
+        if saves == "input":
+            save(node, inputs, raw)
+        elif saves == "output":
+            save_output(node, out)
+        return out
+
+    return rule
+
+
+def _subtract(inputs, raw):
+    if _is_number(raw[0]) and not _is_number(raw[1]):
+        node = RsubBackward1(edges(inputs[1:]))
+        return result(np.subtract(*raw), node)
+    return _subtract_tensors(inputs, raw)
+
+
+def _power(inputs, raw):
+    base, exponent = raw
+    if _is_number(exponent):
+        node = PowBackward0(edges(inputs[:1]))
+        node.exponent = exponent
+        save(node, inputs[:1], raw[:1])
+        return result(np.power(base, exponent), node)
+    if _is_number(base):
+        node = PowBackward2(edges(inputs[1:]))
+        node.base = base
+        out = result(np.power(base, exponent), node)
+        save_output(node, out)
+        return out
+    return _power_tensors(inputs, raw)
+
+
+def _square(inputs, raw):
+    return _power(inputs + (2,), [raw[0], 2])
+
+
+_subtract_tensors = _binary(SubBackward0, np.subtract, False)
+_power_tensors = _binary(PowBackward1, np.power, True)
+
+UFUNCS.update({
+    np.add: _binary(AddBackward0, np.add, False, commutative=True),
+    np.subtract: _subtract,
+    np.multiply: _binary(MulBackward0, np.multiply, True, commutative=True),
+    np.divide: _binary(DivBackward0, np.divide, True),
+    np.power: _power,
+    np.square: _square,
+    np.maximum: _binary(MaximumBackward0, np.maximum, True),
+    np.minimum: _binary(MinimumBackward0, np.minimum, True),
+    np.negative: _unary(NegBackward0, np.negative, None),
+    np.exp: _unary(ExpBackward0, np.exp, "output"),
+    np.log: _unary(LogBackward0, np.log, "input"),
+    np.tanh: _unary(TanhBackward0, np.tanh, "output"),
+    np.sqrt: _unary(SqrtBackward0, np.sqrt, "output"),
+    np.absolute: _unary(AbsBackward0, np.absolute, "input"),
+    np.reciprocal: _unary(ReciprocalBackward0, np.reciprocal, "output"),
+})

@@ -1,0 +1,564 @@
+"""``Tensor``: an ``np.ndarray`` that records the operations done on it (torch's ``torch.Tensor`` + autograd).
+
+A Tensor is an ndarray subclass, so numpy functions, operators and code written for arrays keep working.
+Operations reach us through numpy's hooks (``__array_ufunc__`` for ``+ * exp maximum`` and the like,
+``__array_function__`` for ``np.sum``, ``np.concatenate``...) and through the ndarray methods that bypass
+them (``reshape``, ``transpose``, ``T``, ``sum``, ``__getitem__``...), all overridden here.
+
+* When grad mode is on and an input requires grad, the result is a new ``Tensor`` with a ``grad_fn`` (a
+  :class:`~modulecraft.autograd.graph.Node`); a Parameter's arithmetic gives a Tensor, never a Parameter.
+* Otherwise the result is a plain ``np.ndarray``: data that does not take part in a graph stays ordinary
+  numpy data (torch would return a Tensor without ``grad_fn``; numpy users expect arrays).
+* A numpy operation with no gradient rule here raises ``NotImplementedError`` ("... is not differentiable in
+  modulecraft") when it would need to record, instead of silently cutting the graph. Results that cannot
+  carry a gradient (comparisons, ``argmax``, ``shape``...) are returned as plain data.
+* ``.grad`` is a plain ``np.ndarray`` (torch's is a Tensor): gradients never record a graph.
+
+In-place changes bump a version counter, shared by a tensor and the views recorded from it: in-place ufuncs
+(``out=``, ``+=``), ``__setitem__``, ``fill``. Backward compares it with the version each saved value had
+and raises torch's error when they differ. What numpy does not show us cannot be counted: writes through a
+plain ``np.ndarray`` view (``np.asarray(t)[0] = 1``, ``t.data[...] = 0``) and in-place changes of plain
+ndarrays used in a graph; such writes change the gradient silently, as ``.data`` writes do in torch.
+Assigning into a leaf that requires grad (``p[...] = values``, ``p[0] = 1``, ``p.fill(0)``) is a data write
+even with grad mode on (torch raises "a leaf Variable that requires grad is being used in an in-place
+operation" unless under ``no_grad``): existing array code initialises, converts and loads parameters that
+way. In-place arithmetic on such a leaf (``p -= lr * p.grad`` outside ``no_grad``) raises torch's error.
+"""
+
+from __future__ import annotations
+
+import copy as _copy
+from collections import OrderedDict
+
+import numpy as np
+
+from modulecraft.autograd import grad_mode
+from modulecraft.autograd.graph import Node, weak_accumulator
+from modulecraft.autograd.ops.registry import FUNCTIONS, UFUNCS
+from modulecraft.utils.hooks import RemovableHandle
+
+__all__ = ["Tensor", "tensor"]
+
+NO_EDGE = (None, 0)
+_grad_state = grad_mode.state
+
+
+class Tensor(np.ndarray):
+    """An ndarray with autograd state: ``requires_grad``, ``grad``, ``grad_fn``, ``is_leaf``, ``backward()``.
+
+    ``Tensor(data, requires_grad=False)`` wraps ``data`` (sharing memory with an ndarray);
+    :func:`tensor` copies, as ``torch.tensor`` does. Hashing is by identity, as torch's.
+    """
+
+    # Defaults live on the class, so views and results cost nothing until a value is set on the instance.
+    _requires_grad = False
+    _grad_fn = None
+    _output_nr = 0
+    _grad = None
+    _vc = None  # version counter: a one-element list shared with recorded views
+    _view_base = None  # the tensor a recorded view was taken from
+    _grad_accumulator = None  # weak reference to the AccumulateGrad node of a leaf
+    _backward_hooks = None
+    _retains_grad = False
+
+    __hash__ = object.__hash__
+
+    def __new__(cls, data=(), requires_grad: bool = False):
+        self = np.asarray(data).view(cls)
+        if requires_grad:
+            self.requires_grad = True
+        return self
+
+    # ---- autograd state -------------------------------------------------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        if self._grad_fn is not None:
+            if not value:
+                raise RuntimeError(
+                    "you can only change requires_grad flags of leaf variables. If you want to use a computed "
+                    "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().")
+            return
+        if value and self.dtype.kind not in "fc":
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        self._requires_grad = bool(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def grad_fn(self) -> Node | None:
+        """The node that produced this tensor (None for leaves)."""
+        return self._grad_fn
+
+    @property
+    def is_leaf(self) -> bool:
+        """True unless the tensor is the recorded result of an operation (then it has a ``grad_fn``)."""
+        return self._grad_fn is None
+
+    @property
+    def grad(self) -> np.ndarray | None:
+        """The accumulated gradient (a plain ``np.ndarray``), or None before the first backward."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value) -> None:
+        if value is not None:
+            value = np.asarray(value)
+            if value.shape != self.shape:
+                raise RuntimeError("assigned grad has data of a different size")
+            if value.dtype != self.dtype:
+                raise RuntimeError("assigned grad has data of a different type")
+        self._grad = value
+
+    @grad.deleter
+    def grad(self) -> None:
+        self._grad = None
+
+    @property
+    def _version(self) -> int:
+        """How many in-place changes this tensor (or a view recorded from it) has had."""
+        return version_counter(self)[0]
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains_grad
+
+    def retain_grad(self) -> None:
+        """Keep the gradient of this non-leaf tensor in ``.grad`` during backward (a no-op on leaves)."""
+        if self._grad_fn is None:
+            if not self._requires_grad:
+                raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+            return
+        if not self._retains_grad:
+            import weakref
+
+            self._grad_fn._hooks().retains_grad[self._output_nr] = weakref.ref(self)
+            self._retains_grad = True
+
+    def _retain(self, grad) -> None:
+        """Called by the engine for a tensor that ``retain_grad()``: keep (or add) the gradient it got."""
+        self._grad = np.array(grad, copy=True) if self._grad is None else self._grad + grad
+
+    def register_hook(self, hook) -> RemovableHandle:
+        """Call ``hook(grad)`` when this tensor's gradient is computed; a returned array replaces it."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._grad_fn is not None:
+            return self._grad_fn._register_tensor_hook(self._output_nr, hook)
+        if self._backward_hooks is None:
+            self._backward_hooks = OrderedDict()
+        handle = RemovableHandle(self._backward_hooks)
+        self._backward_hooks[handle.id] = hook
+        return handle
+
+    def backward(self, gradient=None, retain_graph=None, create_graph: bool = False, inputs=None) -> None:
+        """Compute the gradient of this tensor with respect to the leaves and add it into their ``.grad``.
+
+        ``gradient`` is required unless the tensor has one element; ``retain_graph=True`` keeps the saved
+        values for a second backward. ``create_graph=True`` (higher-order gradients) is not supported, nor
+        is ``inputs``.
+        """
+        from modulecraft.autograd.engine import backward
+
+        if inputs is not None:
+            raise NotImplementedError("backward(inputs=...) is not supported by modulecraft; use "
+                                      "modulecraft.autograd.grad(outputs, inputs) instead")
+        backward(self, None if gradient is None else (gradient,), retain_graph, create_graph)
+
+    def detach(self) -> Tensor:
+        """A new leaf sharing this tensor's memory (and version counter) that does not require grad."""
+        detached = self.view(np.ndarray).view(Tensor)
+        detached._vc = version_counter(self)
+        return detached
+
+    def detach_(self) -> Tensor:
+        """Make this tensor a leaf that does not require grad."""
+        if self._view_base is not None:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        self._grad_fn = None
+        self._requires_grad = False
+        return self
+
+    @property
+    def data(self) -> Tensor:  # type: ignore[override]
+        """The values as a Tensor that shares memory and does not require grad (shadows ndarray's buffer)."""
+        return self.view(np.ndarray).view(Tensor)
+
+    @data.setter
+    def data(self, value) -> None:
+        value = np.asarray(value)
+        if value.shape != self.shape or value.dtype != self.dtype:
+            raise RuntimeError("modulecraft can only assign .data of the same shape and dtype "
+                               f"({self.shape}, {self.dtype}); got ({value.shape}, {value.dtype})")
+        self.view(np.ndarray)[...] = value
+
+    def numpy(self) -> np.ndarray:
+        """The values as a plain ndarray sharing memory (refused while the tensor requires grad, as torch)."""
+        if self._requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                               "instead.")
+        return self.view(np.ndarray)
+
+    def _edge(self) -> tuple:
+        """The graph edge through which a gradient reaches this tensor."""
+        fn = self._grad_fn
+        if fn is not None:
+            return (fn, self._output_nr)
+        return (weak_accumulator(self), 0)
+
+    # ---- representation, copying, pickling -----------------------------------------------------------
+    def __repr__(self) -> str:
+        text = repr(self.view(np.ndarray))
+        text = "tensor(" + text[len("array("):-1].replace("\n      ", "\n       ")
+        if self._grad_fn is not None:
+            text += f", grad_fn=<{self._grad_fn.name()}>"
+        elif self._requires_grad:
+            text += ", requires_grad=True"
+        return text + ")"
+
+    def __deepcopy__(self, memo):
+        if self._grad_fn is not None:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the "
+                               "deepcopy protocol at the moment.")
+        result = type(self).__new__(type(self), np.array(self.view(np.ndarray), copy=True))
+        result._requires_grad = self._requires_grad
+        if self._grad is not None:
+            result._grad = _copy.deepcopy(self._grad, memo)
+        return result
+
+    def __reduce_ex__(self, protocol):
+        return _rebuild_tensor, (type(self), np.array(self.view(np.ndarray)), self._requires_grad)
+
+    # ---- numpy's dispatch -------------------------------------------------------------------------------
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        raw = []
+        tracked = False
+        for x in inputs:
+            if isinstance(x, Tensor):
+                if x._requires_grad:
+                    tracked = True
+                x = x.view(np.ndarray)
+            raw.append(x)
+        out = kwargs.pop("out", None)
+        recording = tracked and _grad_state.enabled
+        if out is not None:
+            return _ufunc_into(ufunc, method, inputs, raw, out, kwargs, recording)
+        if not recording:
+            return getattr(ufunc, method)(*raw, **kwargs)
+        rule = UFUNCS.get(ufunc) if method == "__call__" and not kwargs else None
+        if rule is None:
+            return _without_gradient(f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}"),
+                                     getattr(ufunc, method)(*raw, **kwargs))
+        return rule(inputs, raw)
+
+    def __array_function__(self, func, types, args, kwargs):
+        plain_kwargs = {key: plain(value) for key, value in kwargs.items()} if kwargs else kwargs
+        if _grad_state.enabled and _any_tracked(args, kwargs):
+            rule = FUNCTIONS.get(func)
+            if rule is not None:
+                return rule(*args, **kwargs)
+            result = func(*plain(args), **plain_kwargs)
+            return result if func in _CONSTANT_FUNCTIONS else _without_gradient(f"numpy.{func.__name__}", result)
+        return func(*plain(args), **plain_kwargs)
+
+    # ---- ndarray methods that bypass numpy's dispatch -----------------------------------------------
+    def __getitem__(self, key):
+        if self._requires_grad and _grad_state.enabled:
+            return _ops().shaping.getitem(self, key)
+        return np.ndarray.__getitem__(self.view(np.ndarray), unwrap_key(key))
+
+    def __setitem__(self, key, value):
+        _ops().shaping.setitem(self, key, value)
+
+    def reshape(self, *shape, **kwargs):
+        if self._requires_grad and _grad_state.enabled:
+            return _ops().shaping.reshape(self, shape[0] if len(shape) == 1 else shape, **kwargs)
+        return self.view(np.ndarray).reshape(*shape, **kwargs)
+
+    def transpose(self, *axes):
+        if self._requires_grad and _grad_state.enabled:
+            return _ops().shaping.transpose(self, axes[0] if len(axes) == 1 else (axes or None))
+        return self.view(np.ndarray).transpose(*axes)
+
+    @property
+    def T(self):
+        return self.transpose()
+
+    @property
+    def mT(self):
+        return self.swapaxes(-1, -2)
+
+    def swapaxes(self, axis1, axis2):
+        if self._requires_grad and _grad_state.enabled:
+            return _ops().shaping.swapaxes(self, axis1, axis2)
+        return self.view(np.ndarray).swapaxes(axis1, axis2)
+
+    def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
+        if self._requires_grad and _grad_state.enabled:
+            return _ops().shaping.astype(self, dtype, order=order, casting=casting, copy=copy)
+        return self.view(np.ndarray).astype(dtype, order=order, casting=casting, copy=copy)
+
+    def copy(self, order="C"):
+        return self._method(np.copy, "copy", order=order)
+
+    def squeeze(self, axis=None):
+        return self._method(np.squeeze, "squeeze", axis=axis)
+
+    def ravel(self, order="C"):
+        return self._method(np.ravel, "ravel", order=order)
+
+    def flatten(self, order="C"):
+        if self._requires_grad and _grad_state.enabled:
+            return np.ravel(self, order=order).copy()
+        return self.view(np.ndarray).flatten(order)
+
+    def dot(self, b, out=None):
+        return np.dot(self, b, out=out)
+
+    def sum(self, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
+        return self._method(np.sum, "sum", axis=axis, dtype=dtype, out=out, keepdims=keepdims, **kwargs)
+
+    def mean(self, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
+        return self._method(np.mean, "mean", axis=axis, dtype=dtype, out=out, keepdims=keepdims, **kwargs)
+
+    def var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kwargs):
+        return self._method(np.var, "var", axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims,
+                            **kwargs)
+
+    def std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kwargs):
+        return self._method(np.std, "std", axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims,
+                            **kwargs)
+
+    def max(self, axis=None, out=None, keepdims=False, **kwargs):
+        return self._method(np.max, "max", axis=axis, out=out, keepdims=keepdims, **kwargs)
+
+    def min(self, axis=None, out=None, keepdims=False, **kwargs):
+        return self._method(np.min, "min", axis=axis, out=out, keepdims=keepdims, **kwargs)
+
+    def _method(self, function, name, **kwargs):
+        """An ndarray method: numpy's ``function`` while recording, else the plain method (no dispatch)."""
+        if self._requires_grad and _grad_state.enabled:
+            return function(self, **kwargs)
+        return getattr(self.view(np.ndarray), name)(**kwargs)
+
+    def fill(self, value) -> None:
+        _refuse_graph_write(self, value)
+        self.view(np.ndarray).fill(value)
+        version_counter(self)[0] += 1
+
+
+def _ops():
+    """The operation modules (imported late: they import this one)."""
+    from modulecraft.autograd import ops
+
+    return ops
+
+
+def _guard_method(name: str):
+    """An ndarray method without a gradient rule: plain results, or a clear error while recording."""
+    method = getattr(np.ndarray, name)
+
+    def guarded(self, *args, **kwargs):
+        if self._requires_grad and _grad_state.enabled:
+            with grad_mode.no_grad():
+                result = method(self.view(np.ndarray), *args, **kwargs)
+            return _without_gradient(f"ndarray.{name}", result)
+        return method(self.view(np.ndarray), *args, **kwargs)
+
+    guarded.__name__ = name
+    guarded.__doc__ = method.__doc__
+    return guarded
+
+
+for _name in ("repeat", "take", "diagonal", "round", "cumsum", "cumprod", "prod", "trace", "compress",
+              "choose", "conj", "conjugate", "argmax", "argmin", "argsort", "nonzero", "all", "any",
+              "tolist", "item", "tobytes", "__copy__"):
+    setattr(Tensor, _name, _guard_method(_name))
+del _name
+
+
+def _refuse_in_place_method(name: str):
+    def refused(self, *args, **kwargs):
+        if self._requires_grad and _grad_state.enabled:
+            raise NotImplementedError(f"ndarray.{name} changes a tensor that requires grad in place, which is not "
+                                      "differentiable in modulecraft; use the numpy function that returns a copy")
+        getattr(np.ndarray, name)(self.view(np.ndarray), *args, **kwargs)
+        version_counter(self)[0] += 1
+
+    refused.__name__ = name
+    return refused
+
+
+for _name in ("sort", "put", "partition", "byteswap", "setfield"):
+    setattr(Tensor, _name, _refuse_in_place_method(_name))
+del _name
+
+
+def _rebuild_tensor(cls, data, requires_grad):
+    return cls(data, requires_grad)
+
+
+def tensor(data, dtype=None, requires_grad: bool = False) -> Tensor:
+    """A new leaf Tensor holding a copy of ``data`` (like ``torch.tensor``).
+
+    Python floats become float32 as in torch (numpy would choose float64); arrays keep their dtype.
+    """
+    array = np.array(plain(data), dtype=dtype, copy=True)
+    if dtype is None and array.dtype == np.float64 and not isinstance(data, np.ndarray):
+        array = array.astype(np.float32)
+    if requires_grad and array.dtype.kind not in "fc":
+        raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
+    return Tensor(array, requires_grad)
+
+
+# ---- helpers shared by the operation modules ---------------------------------------------------------------
+def plain(value):
+    """``value`` with every Tensor (also inside tuples and lists) turned into a plain ndarray view."""
+    if isinstance(value, Tensor):
+        return value.view(np.ndarray)
+    if type(value) in (tuple, list):
+        return type(value)(plain(v) for v in value)
+    return value
+
+
+def unwrap_key(key):
+    """An index with Tensors replaced by plain arrays (numpy would otherwise dispatch on them)."""
+    if isinstance(key, Tensor):
+        return key.view(np.ndarray)
+    if type(key) is tuple:
+        return tuple(k.view(np.ndarray) if isinstance(k, Tensor) else k for k in key)
+    return key
+
+
+def is_tracked(value) -> bool:
+    """Whether ``value`` is a tensor that requires grad."""
+    return isinstance(value, Tensor) and value._requires_grad
+
+
+def _any_tracked(args, kwargs) -> bool:
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, Tensor):
+            if value._requires_grad:
+                return True
+        elif type(value) in (tuple, list):
+            if any(isinstance(v, Tensor) and v._requires_grad for v in value):
+                return True
+    return False
+
+
+def _without_gradient(what: str, result):
+    """Return ``result`` if it cannot carry a gradient (booleans, integers...); else refuse clearly."""
+    values = result if isinstance(result, (tuple, list)) else (result,)
+    for value in values:
+        dtype = getattr(value, "dtype", None)
+        if dtype is not None and dtype.kind in "fc":
+            raise NotImplementedError(
+                f"{what} is not differentiable in modulecraft: it was called on a tensor that requires grad "
+                "while grad mode is on. Call it inside `with modulecraft.no_grad():` or on `tensor.detach()` "
+                "if no gradient must flow through it.")
+    return result
+
+
+# numpy functions whose result never depends differentiably on the inputs' values (torch: no grad_fn).
+_CONSTANT_FUNCTIONS = {np.empty_like, np.zeros_like, np.ones_like, np.full_like, np.shape, np.ndim, np.size,
+                       np.result_type, np.can_cast, np.may_share_memory, np.shares_memory}
+
+
+def edges(inputs) -> tuple:
+    """The ``next_functions`` of a node recorded on ``inputs`` (``(None, 0)`` for those without grad)."""
+    return tuple(x._edge() if isinstance(x, Tensor) and x._requires_grad else NO_EDGE for x in inputs)
+
+
+def version_counter(t: Tensor) -> list:
+    counter = t._vc
+    if counter is None:
+        counter = t._vc = [0]
+    return counter
+
+
+def save(node: Node, values, raw) -> None:
+    """Keep ``raw`` for ``node``'s backward, with the current version of each Tensor among ``values``."""
+    node._saved = tuple(raw)
+    node._versions = tuple((counter, counter[0]) for counter in
+                           (version_counter(v) for v in values if isinstance(v, Tensor)))
+
+
+def result(raw_out, node: Node, view_of: Tensor | None = None, output_nr: int = 0) -> Tensor:
+    """Wrap ``raw_out`` as the Tensor produced by ``node`` (a view of ``view_of`` shares its version)."""
+    if type(raw_out) is not np.ndarray:
+        raw_out = np.asarray(raw_out)
+    out = raw_out.view(Tensor)
+    out._requires_grad = True
+    out._grad_fn = node
+    if output_nr:
+        out._output_nr = output_nr
+    if view_of is not None:
+        out._vc = version_counter(view_of)
+        out._view_base = view_of
+    return out
+
+
+def save_output(node: Node, out: Tensor) -> None:
+    """Keep ``out`` (the node's own result) for backward, watching its version."""
+    counter = version_counter(out)
+    node._saved = (out.view(np.ndarray),)
+    node._versions = ((counter, counter[0]),)
+
+
+def _refuse_graph_write(target: Tensor, value) -> None:
+    """torch's errors for in-place changes it cannot record on ``target``."""
+    if not _grad_state.enabled:
+        return
+    base = target._view_base
+    if base is not None and (base._requires_grad or is_tracked(value)):
+        if base._grad_fn is None:
+            raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
+                               "operation.")
+        raise NotImplementedError("modulecraft cannot record an in-place change of a view of a tensor that "
+                                  "requires grad; change the tensor itself, or work on a copy")
+
+
+def _ufunc_into(ufunc, method, inputs, raw, out, kwargs, recording):
+    """A ufunc with ``out=``: a data write, or a recorded in-place operation (``y += x`` with a graph)."""
+    targets = out if isinstance(out, tuple) else (out,)
+    raw_targets = tuple(t.view(np.ndarray) if isinstance(t, Tensor) else t for t in targets)
+    graph_target = any(isinstance(t, Tensor) and (t._requires_grad or t._view_base is not None)
+                       for t in targets)
+    if not recording:
+        for target in targets:
+            if isinstance(target, Tensor) and graph_target and _grad_state.enabled:
+                _refuse_graph_write(target, None)
+        getattr(ufunc, method)(*raw, out=raw_targets, **kwargs)
+        for target in targets:
+            if isinstance(target, Tensor):
+                version_counter(target)[0] += 1
+        return targets[0] if len(targets) == 1 else targets
+    target = targets[0]
+    if len(targets) != 1 or method != "__call__" or not any(x is target for x in inputs):
+        raise RuntimeError(f"{ufunc.__name__}(): functions with out=... arguments don't support automatic "
+                           "differentiation, but one of the arguments requires grad.")
+    _refuse_graph_write(target, inputs[0] if inputs[0] is not target else inputs[-1])
+    if target._grad_fn is None and target._requires_grad:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    rule = UFUNCS.get(ufunc) if not kwargs else None
+    if rule is None:
+        raise NotImplementedError(f"numpy.{ufunc.__name__} with out= is not differentiable in modulecraft")
+    # Record on a snapshot of the target's old value (backward may need it), then write and rebase.
+    snapshot = np.array(raw_targets[0], copy=True).view(Tensor)
+    snapshot._requires_grad = target._requires_grad
+    snapshot._grad_fn = target._grad_fn
+    snapshot._output_nr = target._output_nr
+    snapshot_inputs = tuple(snapshot if x is target else x for x in inputs)
+    snapshot_raw = [snapshot.view(np.ndarray) if x is target else r for x, r in zip(inputs, raw)]
+    recorded = rule(snapshot_inputs, snapshot_raw)
+    np.copyto(raw_targets[0], recorded.view(np.ndarray), casting="same_kind")
+    version_counter(target)[0] += 1
+    target._grad_fn = recorded._grad_fn
+    target._requires_grad = True
+    target._output_nr = 0
+    return target

@@ -1,0 +1,263 @@
+"""The engine against torch.autograd: accumulation, order, hooks, errors, freeing, grad(), grad mode."""
+
+import numpy as np
+import pytest
+import torch
+
+import modulecraft
+from modulecraft import autograd
+
+from .conftest import leaves
+
+
+def test_a_small_network_has_torchs_gradients():
+    rng = np.random.default_rng(0)
+    (x, w, b), (tx, tw, tb) = leaves(rng.standard_normal((5, 3)), rng.standard_normal((4, 3)), rng.standard_normal(4))
+    loss = (np.tanh(x @ w.T + b) ** 2).mean(axis=0).sum() + np.exp(x).var() - np.log(np.abs(x) + 1).max()
+    expected = ((tx @ tw.T + tb).tanh() ** 2).mean(0).sum() + tx.exp().var(unbiased=False) - (tx.abs() + 1).log().max()
+    loss.backward()
+    expected.backward()
+    assert np.isclose(float(loss), expected.item())
+    for ours, theirs in ((x, tx), (w, tw), (b, tb)):
+        np.testing.assert_allclose(ours.grad, theirs.grad.numpy(), rtol=1e-12, atol=1e-12)
+        assert type(ours.grad) is np.ndarray
+
+
+def test_gradients_accumulate_across_backward_calls():
+    (x,), (tx,) = leaves([1.0, 2.0])
+    for _ in range(3):
+        (x * x).sum().backward()
+        (tx * tx).sum().backward()
+    np.testing.assert_array_equal(x.grad, tx.grad.numpy())
+    assert list(x.grad) == [6.0, 12.0]
+
+
+def test_a_gradient_shared_by_two_leaves_is_not_aliased():
+    (a, b), _ = leaves([1.0], [2.0])
+    (a + b).sum().backward()
+    (a + b).sum().backward()
+    assert list(a.grad) == [2.0] and list(b.grad) == [2.0]
+    assert not np.shares_memory(a.grad, b.grad)
+
+
+def test_broadcasting_is_undone():
+    (x, b, s), (tx, tb, ts) = leaves(np.ones((2, 3)), np.arange(3.0), [[2.0], [3.0]])
+    ((x + b) * s).sum().backward()
+    ((tx + tb) * ts).sum().backward()
+    for ours, theirs in ((x, tx), (b, tb), (s, ts)):
+        assert ours.grad.shape == theirs.grad.shape
+        np.testing.assert_array_equal(ours.grad, theirs.grad.numpy())
+
+
+def test_node_names_and_next_functions_match_torch():
+    (x, w), (tx, tw) = leaves(np.ones((2, 3)), np.ones((4, 3)))
+
+    def structure(node):
+        if node is None:
+            return None
+        name = node.name().replace("torch::autograd::", "")
+        return name, tuple((structure(n), nr) for n, nr in node.next_functions)
+
+    cases = [lambda a, b: a @ b.T + 1, lambda a, b: 1 - a, lambda a, b: a ** 2 * 3, lambda a, b: 2 ** a,
+             lambda a, b: -a[0], lambda a, b: a[[0, 1]], lambda a, b: a[0:1], lambda a, b: a.mean(),
+             lambda a, b: a.reshape(3, 2), lambda a, b: a / b[:2], lambda a, b: a.T]
+    for build in cases:
+        assert structure(build(x, w).grad_fn) == structure(build(tx, tw).grad_fn)
+    assert structure(x.sum(axis=0).grad_fn) == structure(tx.sum(0).grad_fn)
+    assert x.grad_fn is None and x.is_leaf and not (x * 2).is_leaf
+
+
+def test_accumulate_grad_node_is_shared_while_a_graph_holds_it():
+    (x,), _ = leaves([1.0])
+    y, z = x * 2, x * 3
+    assert y.grad_fn.next_functions[0][0] is z.grad_fn.next_functions[0][0]
+    assert y.grad_fn.next_functions[0][0].variable is x
+
+
+def _hook_order(lib, x):
+    calls = []
+    y = x * 2
+    z = y * y
+    y.register_hook(lambda g: calls.append("tensor y"))
+    x.register_hook(lambda g: calls.append("tensor x"))
+    z.grad_fn.register_prehook(lambda go: calls.append("pre z"))
+    z.grad_fn.register_hook(lambda gi, go: calls.append("post z"))
+    y.grad_fn.register_prehook(lambda go: calls.append("pre y"))
+    y.grad_fn.register_hook(lambda gi, go: calls.append("post y"))
+    y.retain_grad()
+    z.sum().backward()
+    return calls, lib_to_numpy(y.grad)
+
+
+def lib_to_numpy(value):
+    return value.detach().numpy() if isinstance(value, torch.Tensor) else np.asarray(value)
+
+
+def test_hooks_fire_in_torchs_order_and_retain_grad_keeps_the_gradient():
+    (x,), (tx,) = leaves([1.0, 2.0])
+    ours, theirs = _hook_order(modulecraft, x), _hook_order(torch, tx)
+    assert ours[0] == theirs[0]
+    np.testing.assert_array_equal(ours[1], theirs[1])
+
+
+def _replacing_hooks(x):
+    y = x * 3
+    y.register_hook(lambda g: g * 10)
+    y.grad_fn.register_prehook(lambda go: (go[0] + 1,))
+    y.grad_fn.register_hook(lambda gi, go: (gi[0] * 2, gi[1]))
+    y.sum().backward()
+    return lib_to_numpy(x.grad)
+
+
+def test_hooks_may_replace_gradients_as_torchs_do():
+    (x,), (tx,) = leaves([1.0, 2.0])
+    np.testing.assert_array_equal(_replacing_hooks(x), _replacing_hooks(tx))
+
+
+def test_removed_hooks_do_not_fire():
+    (x,), _ = leaves([1.0])
+    calls = []
+    handle = x.register_hook(lambda g: calls.append(1))
+    handle.remove()
+    (x * 2).sum().backward()
+    assert calls == []
+
+
+def _message(action):
+    with pytest.raises(RuntimeError) as raised:
+        action()
+    return str(raised.value)
+
+
+def _same_error(ours, theirs, phrase):
+    ours_message, theirs_message = _message(ours), _message(theirs)
+    assert phrase in theirs_message, theirs_message
+    assert phrase in ours_message, ours_message
+
+
+def test_classic_mistakes_raise_torchs_errors():
+    (x,), (tx,) = leaves([1.0, 2.0])
+    _same_error(lambda: (x * 2).backward(), lambda: (tx * 2).backward(),
+                "grad can be implicitly created only for scalar outputs")
+    _same_error(lambda: modulecraft.tensor([1.0]).backward(),
+                lambda: torch.tensor([1.0]).backward(),
+                "element 0 of tensors does not require grad and does not have a grad_fn")
+    _same_error(lambda: modulecraft.tensor([1, 2], requires_grad=True), lambda: torch.tensor([1, 2], requires_grad=True),
+                "Only Tensors of floating point and complex dtype can require gradients")
+    _same_error(lambda: modulecraft.nn.Parameter(np.array([1, 2])), lambda: torch.nn.Parameter(torch.tensor([1, 2])),
+                "Only Tensors of floating point and complex dtype can require gradients")
+
+    def twice(lib_x):
+        loss = (lib_x * lib_x).sum()
+        loss.backward()
+        loss.backward()
+
+    _same_error(lambda: twice(x), lambda: twice(tx), "Trying to backward through the graph a second time")
+
+    def modified(lib_x):
+        hidden = lib_x * 1
+        loss = (hidden * hidden).sum()
+        hidden += 1
+        loss.backward()
+
+    _same_error(lambda: modified(x), lambda: modified(tx),
+                "one of the variables needed for gradient computation has been modified by an inplace operation")
+
+
+@pytest.mark.parametrize("write", ["iadd", "setitem", "out", "fill"])
+def test_every_in_place_write_bumps_the_version(write):
+    (x,), _ = leaves([1.0, 2.0])
+    hidden = x * 1
+    loss = (hidden * hidden).sum()
+    before = hidden._version
+    with modulecraft.no_grad():
+        if write == "iadd":
+            hidden += 1
+        elif write == "setitem":
+            hidden[0] = 5
+        elif write == "out":
+            np.multiply(hidden, 2, out=hidden)
+        else:
+            hidden.fill(0)
+    assert hidden._version == before + 1
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()
+
+
+def test_a_view_shares_the_version_counter_of_its_base():
+    (x,), (tx,) = leaves([1.0, 2.0, 3.0])
+    for lib_x in (x, tx):
+        base = lib_x * 1
+        view = base[1:]
+        loss = (base * base).sum()
+        with (modulecraft.no_grad() if lib_x is x else torch.no_grad()):
+            view[0] = 7  # a write through the view changes what MulBackward0 saved
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            loss.backward()
+
+
+def test_retain_graph_allows_a_second_backward():
+    (x,), _ = leaves([1.0, 2.0])
+    loss = (x * x).sum()
+    loss.backward(retain_graph=True)
+    loss.backward()
+    assert list(x.grad) == [4.0, 8.0]
+
+
+def test_higher_order_gradients_are_refused_clearly():
+    (x,), _ = leaves([1.0])
+    with pytest.raises(NotImplementedError, match="create_graph=True is not supported"):
+        (x * x).sum().backward(create_graph=True)
+
+
+def test_autograd_grad_returns_without_accumulating():
+    (x, w), (tx, tw) = leaves([1.0, 2.0], [3.0, 4.0])
+    ours = autograd.grad((x * w).sum(), [w, x])
+    theirs = torch.autograd.grad((tx * tw).sum(), [tw, tx])
+    for a, b in zip(ours, theirs):
+        np.testing.assert_array_equal(a, b.numpy())
+    assert x.grad is None and w.grad is None
+    (unused,), (tunused,) = leaves([1.0])
+    _same_error(lambda: autograd.grad((x * 2).sum(), [unused]), lambda: torch.autograd.grad((tx * 2).sum(), [tunused]),
+                "The differentiated Tensor at index 0 appears to not have been used in the graph")
+    assert autograd.grad((x * 2).sum(), [unused], allow_unused=True) == (None,)
+
+
+def test_autograd_grad_of_an_intermediate_tensor():
+    (x,), (tx,) = leaves([1.0, 2.0])
+    hidden, thidden = x * 3, tx * 3
+    (ours,) = autograd.grad((hidden * hidden).sum(), hidden)
+    (theirs,) = torch.autograd.grad((thidden * thidden).sum(), thidden)
+    np.testing.assert_array_equal(ours, theirs.numpy())
+
+
+def test_no_grad_records_nothing_and_results_stay_plain_arrays():
+    (x,), _ = leaves([1.0])
+    with modulecraft.no_grad():
+        assert type(x * 2) is np.ndarray
+        with modulecraft.enable_grad():
+            assert (x * 2).grad_fn is not None
+    assert modulecraft.is_grad_enabled()
+
+    @modulecraft.no_grad()
+    def decorated():
+        return modulecraft.is_grad_enabled()
+
+    assert decorated() is False and modulecraft.is_grad_enabled()
+    switch = modulecraft.set_grad_enabled(False)
+    assert not modulecraft.is_grad_enabled()
+    with switch:
+        pass
+    assert modulecraft.is_grad_enabled()
+
+
+def test_numpy_functions_without_a_gradient_rule_refuse_to_drop_the_graph():
+    (x,), _ = leaves([1.0, 2.0])
+    with pytest.raises(NotImplementedError, match="numpy.cumsum is not differentiable in modulecraft"):
+        np.cumsum(x)
+    with pytest.raises(NotImplementedError, match="numpy.sin is not differentiable in modulecraft"):
+        np.sin(x)
+    assert np.argmax(x) == 1 and bool(np.all(x > 0)) and type(x > 0) is np.ndarray
+    assert type(np.zeros_like(x)) is np.ndarray
+    with modulecraft.no_grad():
+        assert type(np.cumsum(x)) is np.ndarray
