@@ -1,0 +1,121 @@
+"""Saving a state_dict to disk and reading one back, without ever running code from a file.
+
+Formats, chosen on save by the file's suffix or ``format=``, and on load by the file's first bytes:
+
+- safetensors (``.safetensors``, and any other suffix): written by default; read, also what
+  ``safetensors.torch.load_file`` reads.
+- torch's zip format (``.pt``/``.pth``): read, for a state_dict ``torch.save`` wrote (torch >= 1.6); never
+  written (it is a pickle).
+- ``.npz`` + JSON (``.npz``): modulecraft's format before safetensors; written on request, always read so
+  no saved work is lost.
+
+Why loading is safe: safetensors and ``.npz`` hold raw array bytes plus JSON, and are read without pickle;
+torch's format holds a pickle, read by an unpickler that refuses every global a state_dict does not need
+(see :mod:`~modulecraft.serialization.torch_zip`). A damaged, truncated or hostile file raises
+:class:`CheckpointError` (a ``ValueError``; :class:`UnpicklingError` for a refused global), never a partial
+result. Everything besides arrays (key order, ``_metadata`` with each module's ``_version``, lazy modules'
+uninitialised placeholders, JSON values) is kept: see :mod:`~modulecraft.serialization.header`.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import zipfile
+from collections.abc import Mapping
+from typing import IO, Any, Union
+
+from modulecraft.serialization import npz_format, safetensors_format, torch_zip
+from modulecraft.serialization.errors import CheckpointError, UnpicklingError
+
+__all__ = ["save", "load", "CheckpointError", "UnpicklingError", "FORMATS"]
+
+PathOrFile = Union[str, os.PathLike, IO[bytes]]
+
+FORMATS = ("safetensors", "npz", "torch")
+_SUFFIXES = {".safetensors": "safetensors", ".npz": "npz", ".pt": "torch", ".pth": "torch"}
+_WRITERS = {"safetensors": safetensors_format.save, "npz": npz_format.save}
+
+
+def _format_to_write(f: PathOrFile, format: str | None) -> str:
+    if format is not None:
+        if format not in FORMATS:
+            raise ValueError(f"unknown checkpoint format {format!r}; expected one of {FORMATS}")
+        return format
+    if isinstance(f, (str, os.PathLike)):
+        return _SUFFIXES.get(os.path.splitext(os.fspath(f))[1].lower(), "safetensors")
+    return "safetensors"
+
+
+def save(obj: Mapping[str, Any], f: PathOrFile, format: str | None = None) -> None:
+    """Write the state_dict ``obj`` to ``f`` (a path or a binary file object).
+
+    The format is ``format`` (``"safetensors"`` or ``"npz"``), else the path's suffix (``.npz`` for the
+    ``.npz`` format), else safetensors. Values must be numpy arrays (uninitialised placeholders included) or
+    JSON values (numbers, strings, lists, dicts, None). A path is used as given, suffix and all.
+    """
+    chosen = _format_to_write(f, format)
+    if chosen == "torch":
+        raise ValueError("modulecraft writes no torch .pt/.pth files (they are pickles); save as .safetensors, "
+                         "which torch reads with safetensors.torch.load_file, or pass format='safetensors'")
+    if isinstance(f, (str, os.PathLike)):
+        buffer = io.BytesIO()  # nothing is written to the path unless the whole checkpoint could be made
+        _WRITERS[chosen](obj, buffer)
+        with open(f, "wb") as file:
+            file.write(buffer.getbuffer())
+    else:
+        _WRITERS[chosen](obj, f)
+
+
+def _sniff(file: IO[bytes], source: str) -> str:
+    """The format a file is really in, from its first bytes (and member names for a zip archive)."""
+    start = file.read(16)
+    file.seek(0)
+    if start.startswith(b"PK\x03\x04") or start.startswith(b"PK\x05\x06"):
+        try:
+            with zipfile.ZipFile(file) as archive:
+                if torch_zip.is_torch_archive(archive):
+                    return "torch"
+                if npz_format.HEADER_MEMBER in archive.namelist():
+                    return "npz"
+        except (zipfile.BadZipFile, OSError, EOFError, ValueError) as error:
+            raise CheckpointError(f"{source} is a damaged zip archive ({error})") from None
+        finally:
+            file.seek(0)
+        raise CheckpointError(f"{source} is not a modulecraft checkpoint: a zip archive that is neither a torch "
+                              "checkpoint (no data.pkl) nor a modulecraft .npz (no __modulecraft__ entry); "
+                              "write checkpoints with modulecraft.save")
+    if safetensors_format.looks_like_safetensors(start):
+        return "safetensors"
+    if start.startswith(b"\x80") and start[2:3] == b"\x8a":
+        raise CheckpointError(f"{source} is in torch's legacy format (torch < 1.6), which is read only by "
+                              "unpickling; re-save it with a current torch.save")
+    raise CheckpointError(f"{source} is not a checkpoint modulecraft reads (safetensors, torch's .pt zip or "
+                          "modulecraft's .npz); write checkpoints with modulecraft.save")
+
+
+def load(f: PathOrFile, format: str | None = None) -> Any:
+    """Read a checkpoint: an ``OrderedDict`` of arrays in the saved order, with ``_metadata`` when saved.
+
+    The format comes from the file's first bytes, whatever its name; ``format``, when given, must agree.
+    A torch checkpoint comes back as ``torch.load(weights_only=True)`` would give it, with numpy arrays for
+    tensors (Parameters included, as a state_dict holds them).
+    """
+    if isinstance(f, (str, os.PathLike)):
+        with open(f, "rb") as file:
+            return _load(file, repr(os.fspath(f)), format)
+    # from where the caller's file object stands, in memory: seekable from 0 whatever the object
+    return _load(io.BytesIO(f.read()), "the checkpoint", format)
+
+
+def _load(file: IO[bytes], source: str, format: str | None) -> Any:
+    if format is not None and format not in FORMATS:
+        raise ValueError(f"unknown checkpoint format {format!r}; expected one of {FORMATS}")
+    found = _sniff(file, source)
+    if format is not None and format != found:
+        raise CheckpointError(f"{source} is a {found} checkpoint, not {format!r}")
+    if found == "torch":
+        return torch_zip.load(file, source)
+    if found == "npz":
+        return npz_format.load(file, source)
+    return safetensors_format.load(file, source)
