@@ -9,7 +9,9 @@ the two are equal:
 - dtypes become their numpy name (`torch.float32` and `numpy.float32` are both "float32"); in strings, torch's
   `torch.float32` / `torch.FloatTensor` spellings are rewritten the same way (reprs of ParameterList/Dict), and
   shapes written `torch.Size([3, 2])` become Python's `(3, 2)` (load_state_dict's size-mismatch lines);
-- modules become ("module", class name); classes become their name, with torch.Tensor / numpy.ndarray both "array";
+- modules become ("module", class name); classes become their name, with torch.Tensor / numpy.ndarray /
+  modulecraft.Tensor all "array", and so is modulecraft's `nn.Buffer` class (torch's `nn.Buffer(t)` returns a plain
+  Tensor carrying a flag; ours is a Tensor subclass: pinned in test_documented_differences.py);
 - a namedtuple keeps its type name and fields (`_IncompatibleKeys`), dicts keep their type and key order;
 - `raises(fn, *phrases)` records the exception type and which of the key phrases its (normalised) message
   contains. On torch every phrase must be present (otherwise the scenario is wrong, not the library), so a missing
@@ -87,7 +89,8 @@ def _dtype_name(dtype) -> str:
 
 
 def _type_name(cls: type) -> str:
-    if cls is np.ndarray or (cls.__module__ in ("torch", "modulecraft.autograd.tensor") and cls.__name__ == "Tensor"):
+    if cls is np.ndarray or (cls.__module__ in ("torch", "modulecraft.autograd.tensor") and cls.__name__ == "Tensor") \
+            or (cls.__module__ == "modulecraft.nn.parameter" and cls.__name__ == "Buffer"):
         return "array"
     return cls.__name__
 

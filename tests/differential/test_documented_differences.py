@@ -1,8 +1,9 @@
 """Where modulecraft differs from torch on purpose: each difference pinned down on both libraries.
 
 These are the documented exceptions to "behaves like torch.nn": a dtype change makes new arrays (numpy cannot change an
-array's dtype in place), there are no devices, Parameter/Buffer are ndarray subclasses, and checkpoints are .npz + JSON
-instead of pickles; optimizers take arrays that can hold a gradient and do not differentiate their step.
+array's dtype in place), there are no devices, Parameter/Buffer are ndarray subclasses (and a Buffer keeps its class),
+and checkpoints are .npz + JSON instead of pickles; optimizers take arrays that can hold a gradient and do not
+differentiate their step.
 """
 
 import numpy as np
@@ -42,6 +43,17 @@ def test_parameter_and_buffer_are_ndarray_subclasses():
     with lib.modulecraft.no_grad():
         assert type(param * 2) is np.ndarray, "what records nothing stays a plain array (torch: a Tensor)"
     assert type(lib.Parameter(lib.zeros(2), requires_grad=False) * 2) is np.ndarray
+
+
+def test_a_buffer_is_a_class_of_its_own_where_torch_flags_a_plain_tensor():
+    """Modules keep the object assigned (test_buffers.py), so the class shows; observe.py names both "array"."""
+    for name, buffer_type in (("torch", "Tensor"), ("modulecraft", "Buffer")):
+        lib = backend(name)
+        module = lib.nn.Module()
+        buffer = lib.Buffer(lib.zeros(2))
+        module.buf = buffer
+        assert module.buf is buffer and isinstance(buffer, lib.Buffer), name
+        assert type(buffer).__name__ == buffer_type, name
 
 
 def test_checkpoints_are_npz_with_json_and_never_pickles(tmp_path):

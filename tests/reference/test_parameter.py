@@ -68,11 +68,12 @@ def test_flagged_array_class_counts_as_parameter_but_not_as_uninitialized():
     assert not isinstance(np.zeros(2), Parameter) and not isinstance(3, Parameter)
 
 
-def test_buffer_keeps_persistence_and_is_stored_plain():
+def test_buffer_keeps_persistence_and_is_stored_as_itself():
     data = np.zeros(2)
     module = nn.Module()
-    module.running = Buffer(data, persistent=False)
-    assert type(module.running) is np.ndarray and np.shares_memory(module.running, data)
+    buffer = Buffer(data, persistent=False)
+    module.running = buffer
+    assert module.running is buffer and np.shares_memory(module.running, data)
     assert "running" in module._non_persistent_buffers_set
 
 

@@ -54,18 +54,6 @@ def _typename(obj: Any) -> str:
     return cls.__qualname__ if module in ("", "builtins") else f"{module}.{cls.__qualname__}"
 
 
-def _unwrapped_buffer(tensor):
-    """What a module stores for a buffer: a ``Buffer`` wrapper becomes the plain ndarray (same memory).
-
-    torch's ``nn.Buffer(t)`` is itself a plain Tensor carrying a flag, so modules hold plain tensors; ours is
-    a subclass (a plain ndarray cannot carry ``persistent``), so we unwrap it on registration. Placeholders
-    of lazy modules stay as they are.
-    """
-    if issubclass(type(tensor), Buffer) and not is_lazy(tensor):
-        return tensor.view(np.ndarray)
-    return tensor
-
-
 def _detached(array: np.ndarray) -> np.ndarray:
     """A plain ndarray sharing ``array``'s memory: what a state_dict holds unless ``keep_vars``.
 
@@ -635,6 +623,10 @@ class Module:
     def register_buffer(self, name: str, tensor: Optional[np.ndarray], persistent: bool = True) -> None:
         """Add an array that is module state but not a parameter (e.g. BatchNorm's running mean).
 
+        The module keeps ``tensor`` itself, as torch does: an ``nn.Buffer`` stays one (so assigning it under
+        a second name registers a second buffer), and registration hooks can put attributes on it. Unlike
+        torch's (a plain Tensor with a flag), our ``nn.Buffer`` is a class of its own, ``type()`` shows it.
+
         Non-persistent buffers (``persistent=False``) are left out of the ``state_dict``; a ``None`` buffer
         is registered but skipped by conversions and the ``state_dict``.
         """
@@ -642,7 +634,6 @@ class Module:
         if tensor is not None and not isinstance(tensor, np.ndarray):
             raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
                             "(numpy.ndarray or None required)")
-        tensor = _unwrapped_buffer(tensor)
         self._buffers[name] = self._run_registration_hooks(_global_buffer_registration_hooks, name, tensor)
         if persistent:
             self._non_persistent_buffers_set.discard(name)
