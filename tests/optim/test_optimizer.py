@@ -52,6 +52,7 @@ BAD_CALLS = {
     "an empty generator": lambda optim, ps: optim.Adam(p for p in ()),
     "a group holding a set": lambda optim, ps: optim.SGD([{"params": set(ps)}], lr=0.1),
     "an int among the params": lambda optim, ps: optim.SGD([ps[0], 3], lr=0.1),
+    "a computed tensor": lambda optim, ps: optim.SGD([ps[0] * 2], lr=0.1),
     "one parameter in two groups": lambda optim, ps: optim.SGD([{"params": ps}, {"params": ps[:1]}], lr=0.1),
     "a group that is not a dict": lambda optim, ps: optim.SGD(ps[:1], lr=0.1).add_param_group(ps[1:]),
     "some names missing": lambda optim, ps: optim.SGD([("a", ps[0]), ps[1]], lr=0.1),
@@ -74,6 +75,13 @@ def test_a_lone_parameter_is_refused_as_in_torch_naming_its_type():
             optim.SGD(parameters(side)[0], lr=0.1)
     with pytest.raises(TypeError, match="but got modulecraft.nn.parameter.Parameter$"):
         modulecraft.optim.SGD(parameters("ours")[0], lr=0.1)
+
+
+def test_a_computed_tensor_that_retains_its_grad_can_be_optimized_as_in_torch():
+    for side, optim in LIBRARIES.items():
+        computed = parameters(side)[0] * 2
+        computed.retain_grad()
+        assert optim.SGD([computed], lr=0.1).param_groups[0]["params"][0] is computed, side
 
 
 def test_a_plain_array_is_refused_with_what_to_do():
@@ -150,6 +158,29 @@ def test_step_returns_the_closures_loss():
     theirs, ours = optimizers("Adam", pairs)
     feed(pairs, np.random.default_rng(0))
     assert theirs.step(lambda: 1.5) == ours.step(lambda: 1.5) == 1.5
+
+
+def test_the_closure_records_a_graph_even_when_step_is_called_under_no_grad():
+    grad_modes = {}
+    for side, library in (("torch", torch), ("ours", modulecraft)):
+        optimizer = LIBRARIES[side].SGD(parameters(side), lr=0.1)
+        with library.no_grad():
+            grad_modes[side] = optimizer.step(library.is_grad_enabled)
+    assert grad_modes == {"torch": True, "ours": True}
+
+
+def test_a_step_counts_as_an_in_place_change_for_graphs_that_saved_the_old_values():
+    """torch refuses to backpropagate through values a step overwrote; so must we (the version counter)."""
+    for side, library in (("torch", torch), ("ours", modulecraft)):
+        param = parameters(side)[0]
+        optimizer = LIBRARIES[side].SGD([param], lr=0.1)
+        loss = (param * param).sum()
+        param.grad = torch.ones(2, 3) if side == "torch" else np.ones((2, 3), dtype=np.float32)
+        version = param._version
+        optimizer.step()
+        assert param._version > version, side
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            loss.backward()
 
 
 def events_of_hooked_steps(optim, params):

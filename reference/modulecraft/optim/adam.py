@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from modulecraft.optim.optimizer import Optimizer, _check_kernel_flags, _parameter_values
+from modulecraft.optim.optimizer import Optimizer, _check_kernel_flags, _loss_of, _parameter_values
 
 __all__ = ["Adam"]
 
@@ -86,9 +86,7 @@ class Adam(Optimizer):
 
     def step(self, closure: Callable[[], float] | None = None) -> float | None:
         """One update of every parameter that has a gradient; returns ``closure()``'s loss if given."""
-        loss = None
-        if closure is not None:
-            loss = closure()
+        loss = _loss_of(closure)
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
             lr, eps, weight_decay, amsgrad = group["lr"], group["eps"], group["weight_decay"], group["amsgrad"]

@@ -4,9 +4,9 @@ Mirrors ``torch.optim.Optimizer`` (2.13): the same attributes (``defaults``, ``p
 checks and messages, and the same ``state_dict`` format, so a torch optimizer's ``state_dict`` with its
 tensors turned into numpy arrays loads into ours and continues identically (and back).
 
-What numpy changes: a "tensor" here is an ndarray that can carry a gradient (a ``Parameter`` or a
-``modulecraft.Tensor``); a plain ``np.ndarray`` has no ``.grad`` and cannot be a dictionary key (``state``
-is keyed by parameter, as torch's is), so it is refused with a hint. There is one implementation per
+What numpy changes: the parameters must be ``modulecraft.Tensor``s (a ``Parameter`` is one); a plain
+``np.ndarray`` has no ``.grad`` and cannot be a dictionary key (``state`` is keyed by parameter, as
+torch's is), so it is refused with a hint. There is one implementation per
 optimizer: ``foreach``, ``fused`` and ``capturable`` choose between torch's kernels, are kept in the
 param groups for the ``state_dict``'s sake and change nothing here; ``differentiable=True`` (autograd
 through the step itself) is refused, our autograd has no higher-order gradients.
@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from modulecraft.autograd.grad_mode import enable_grad
+from modulecraft.autograd.tensor import Tensor, version_counter
 from modulecraft.utils.hooks import RemovableHandle
 
 __all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook", "required"]
@@ -48,14 +50,23 @@ def _typename(obj: Any) -> str:
     return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
 
 
-def _is_tensor(obj: Any) -> bool:
-    """An ndarray that can carry a gradient and be a dictionary key: what an optimizer can update."""
-    return isinstance(obj, np.ndarray) and hasattr(obj, "grad") and type(obj).__hash__ is not None
+def _parameter_values(param: Tensor) -> np.ndarray:
+    """The parameter's memory as a plain array to update in place, its version counted as one change.
 
-
-def _parameter_values(param: np.ndarray) -> np.ndarray:
-    """The parameter's memory as a plain array, for the in-place update (torch updates under ``no_grad``)."""
+    torch updates under ``no_grad`` with in-place tensor operations, which count versions (so a graph that
+    saved the old values refuses to backpropagate); writing through a plain view counts the same change
+    for a fraction of the cost of our ``Tensor``'s in-place operators, which matters for many small layers.
+    """
+    version_counter(param)[0] += 1
     return param.view(np.ndarray)
+
+
+def _loss_of(closure: Callable[[], float] | None) -> float | None:
+    """What ``closure`` returns, evaluated with grad mode on (as torch's ``step`` does), or None."""
+    if closure is None:
+        return None
+    with enable_grad():
+        return closure()
 
 
 def _check_kernel_flags(foreach: bool | None, fused: bool | None) -> None:
@@ -182,7 +193,7 @@ class Optimizer:
             return packed
 
         param_groups = [pack_group(group) for group in self.param_groups]
-        packed_state = {(index_of[id(key)] if _is_tensor(key) else key): value for key, value in self.state.items()}
+        packed_state = {(index_of[id(key)] if isinstance(key, Tensor) else key): value for key, value in self.state.items()}
         return {"state": packed_state, "param_groups": param_groups}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
@@ -255,12 +266,12 @@ class Optimizer:
             param_group["param_names"] = names
 
         for param in param_group["params"]:
-            if not _is_tensor(param):
+            if not isinstance(param, Tensor):
                 hint = (" (a plain np.ndarray cannot hold a gradient: wrap it in modulecraft.nn.Parameter)"
                         if isinstance(param, np.ndarray) else "")
                 raise TypeError("optimizer can only optimize Tensors, but one of the params is "
                                 + _typename(param) + hint)
-            if not (getattr(param, "is_leaf", True) or getattr(param, "retains_grad", False)):
+            if not (param.is_leaf or param.retains_grad):
                 raise ValueError("can't optimize a non-leaf Tensor")
 
         for name, default in self.defaults.items():

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from modulecraft.optim.optimizer import Optimizer, _check_kernel_flags, _parameter_values
+from modulecraft.optim.optimizer import Optimizer, _check_kernel_flags, _loss_of, _parameter_values
 
 __all__ = ["SGD"]
 
@@ -58,9 +58,7 @@ class SGD(Optimizer):
 
     def step(self, closure: Callable[[], float] | None = None) -> float | None:
         """One update of every parameter that has a gradient; returns ``closure()``'s loss if given."""
-        loss = None
-        if closure is not None:
-            loss = closure()
+        loss = _loss_of(closure)
         for group in self.param_groups:
             lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
             weight_decay, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
