@@ -542,9 +542,6 @@ def _ufunc_into(ufunc, method, inputs, raw, out, kwargs, recording):
     if len(targets) != 1 or method != "__call__" or not any(x is target for x in inputs):
         raise RuntimeError(f"{ufunc.__name__}(): functions with out=... arguments don't support automatic "
                            "differentiation, but one of the arguments requires grad.")
-    _refuse_graph_write(target, inputs[0] if inputs[0] is not target else inputs[-1])
-    if target._grad_fn is None and target._requires_grad:
-        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     rule = UFUNCS.get(ufunc) if not kwargs else None
     if rule is None:
         raise NotImplementedError(f"numpy.{ufunc.__name__} with out= is not differentiable in modulecraft")
@@ -556,9 +553,20 @@ def _ufunc_into(ufunc, method, inputs, raw, out, kwargs, recording):
     snapshot_inputs = tuple(snapshot if x is target else x for x in inputs)
     snapshot_raw = [snapshot.view(np.ndarray) if x is target else r for x, r in zip(inputs, raw)]
     recorded = rule(snapshot_inputs, snapshot_raw)
-    np.copyto(raw_targets[0], recorded.view(np.ndarray), casting="same_kind")
+    rebase_in_place(target, recorded.view(np.ndarray), recorded._grad_fn)
+    return target
+
+
+def rebase_in_place(target: Tensor, values, node: Node) -> None:
+    """Write ``values`` into ``target`` as the recorded in-place result of ``node`` (torch's ``relu_``, ``+=``).
+
+    ``node`` was recorded on the target's old value; the target now is its output, one version later.
+    """
+    _refuse_graph_write(target, None)
+    if target._grad_fn is None and target._requires_grad and _grad_state.enabled:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    np.copyto(target.view(np.ndarray), values, casting="same_kind")
     version_counter(target)[0] += 1
-    target._grad_fn = recorded._grad_fn
+    target._grad_fn = node
     target._requires_grad = True
     target._output_nr = 0
-    return target

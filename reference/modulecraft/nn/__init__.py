@@ -4,11 +4,13 @@ Same names, signatures, orders and error phrases as ``torch.nn`` for everything 
 see each docstring for where numpy forces a difference.
 """
 
-from modulecraft.nn import init, modules, parameter
-from modulecraft.nn.modules import (BatchNorm1d, Dropout, Identity, LazyBatchNorm1d, LazyLinear, Linear, Module,
-                                    ModuleDict, ModuleList, ParameterDict, ParameterList, ReLU, Sequential)
+from modulecraft.nn import functional, init, modules, parameter
+from modulecraft.nn.modules import (BatchNorm1d, CrossEntropyLoss, Dropout, Identity, LazyBatchNorm1d, LazyLinear,
+                                    Linear, Module, ModuleDict, ModuleList, MSELoss, ParameterDict, ParameterList,
+                                    ReLU, Sequential)
 from modulecraft.nn.parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
 
-__all__ = ["init", "modules", "parameter", "Module", "Parameter", "Buffer", "UninitializedParameter",
+__all__ = ["functional", "init", "modules", "parameter", "Module", "Parameter", "Buffer", "UninitializedParameter",
            "UninitializedBuffer", "Linear", "LazyLinear", "Identity", "ReLU", "Dropout", "BatchNorm1d",
-           "LazyBatchNorm1d", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
+           "LazyBatchNorm1d", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "MSELoss",
+           "CrossEntropyLoss"]

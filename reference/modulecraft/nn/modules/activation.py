@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import numpy as np
-
+from modulecraft.nn import functional as F
 from modulecraft.nn.modules.module import Module
 
 __all__ = ["ReLU"]
@@ -17,9 +16,7 @@ class ReLU(Module):
         self.inplace = inplace
 
     def forward(self, input):
-        if self.inplace:
-            return np.maximum(input, 0, out=input)
-        return np.maximum(input, 0)
+        return F.relu(input, inplace=self.inplace)
 
     def extra_repr(self) -> str:
         return "inplace=True" if self.inplace else ""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from modulecraft.nn import functional as F
 from modulecraft.nn import init
 from modulecraft.nn.modules.lazy import LazyModuleMixin
 from modulecraft.nn.modules.module import Module
@@ -81,7 +82,6 @@ class _NormBase(Module):
 
 class _BatchNorm(_NormBase):
     def forward(self, input):
-        input = np.asarray(input)
         self._check_input_dim(input)
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
@@ -90,26 +90,10 @@ class _BatchNorm(_NormBase):
                 factor = 1.0 / float(self.num_batches_tracked)
         # Batch statistics in training, and in eval when there are no running statistics to use.
         use_batch_stats = self.training or (self.running_mean is None and self.running_var is None)
-        axes = (0,) if input.ndim == 2 else (0, 2)
-        shape = (1, -1) if input.ndim == 2 else (1, -1, 1)
-        if use_batch_stats:
-            count = input.size // input.shape[1]
-            if count <= 1:
-                raise ValueError("Expected more than 1 value per channel when training, "
-                                 f"got input size {input.shape}")
-            mean = input.mean(axis=axes)
-            var = input.var(axis=axes)
-            if self.training and self.running_mean is not None:
-                self.running_mean[...] = (1 - factor) * self.running_mean + factor * mean
-                self.running_var[...] = (1 - factor) * self.running_var + factor * var * count / (count - 1)
-        else:
-            mean, var = self.running_mean, self.running_var
-        output = (input - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + self.eps)
-        if self.weight is not None:
-            output = output * self.weight.reshape(shape)
-        if self.bias is not None:
-            output = output + self.bias.reshape(shape)
-        return output.astype(input.dtype, copy=False)
+        # As torch: in training without tracking, no running statistics go in (so none are updated).
+        passed = not self.training or self.track_running_stats
+        return F.batch_norm(input, self.running_mean if passed else None, self.running_var if passed else None,
+                            self.weight, self.bias, use_batch_stats, factor, self.eps)
 
 
 class BatchNorm1d(_BatchNorm):

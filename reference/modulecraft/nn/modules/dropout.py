@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import numpy as np
-
-from modulecraft.nn import init
+from modulecraft.nn import functional as F
 from modulecraft.nn.modules.module import Module
 
 __all__ = ["Dropout"]
@@ -21,13 +19,7 @@ class Dropout(Module):
         self.inplace = inplace
 
     def forward(self, input):
-        input = np.asarray(input)
-        if not self.training or self.p == 0:
-            return input
-        keep = init.generator().random(input.shape) >= self.p
-        scale = 0.0 if self.p == 1 else 1.0 / (1.0 - self.p)
-        mask = (keep * scale).astype(input.dtype)
-        return np.multiply(input, mask, out=input if self.inplace else None)
+        return F.dropout(input, self.p, self.training, self.inplace)
 
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from modulecraft.nn import functional as F
 from modulecraft.nn import init
 from modulecraft.nn.modules.lazy import LazyModuleMixin
 from modulecraft.nn.modules.module import Module
@@ -49,8 +50,7 @@ class Linear(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input):
-        output = np.asarray(input) @ self.weight.T
-        return output if self.bias is None else output + self.bias
+        return F.linear(input, self.weight, self.bias)
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"

@@ -1,0 +1,357 @@
+"""``modulecraft.nn.functional``: the differentiable functions behind the layers and losses (torch.nn.functional).
+
+Each function works on plain arrays (returning plain arrays) and on tensors that require grad (returning a
+Tensor whose ``grad_fn`` is the node torch records: ``AddmmBackward0`` for ``linear``, ``ReluBackward0``,
+``NativeBatchNormBackward0``, ``MseLossBackward0``, ``LogSoftmaxBackward0``, ``NllLossBackward0``...), with
+torch's values and gradients. Not supported (a clear error says so): ``cross_entropy`` with class
+probabilities or ``label_smoothing``, batch norm over more than one spatial dimension.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from modulecraft.autograd import grad_mode
+from modulecraft.autograd.graph import Node
+from modulecraft.autograd.ops.elementwise import unbroadcast
+from modulecraft.autograd.ops.linalg import MmBackward0
+from modulecraft.autograd.tensor import Tensor, edges, is_tracked, plain, rebase_in_place, result, save, save_output
+from modulecraft.nn import init
+
+__all__ = ["linear", "relu", "dropout", "batch_norm", "softmax", "log_softmax", "mse_loss", "nll_loss",
+           "cross_entropy"]
+
+
+def _recording(*values) -> bool:
+    return grad_mode.state.enabled and any(is_tracked(v) for v in values)
+
+
+# ---- linear -----------------------------------------------------------------------------------------------
+class TBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        return (grad.T,)
+
+
+class AddmmBackward0(Node):
+    """``bias + input @ weight.T`` for a 2-D input; the weight's gradient goes through a ``TBackward0``."""
+
+    __slots__ = ("bias_shape",)
+
+    def backward(self, grad):
+        inputs, weight_t = self.saved_values()
+        (bias, _), (input_edge, _), (weight_edge, _) = self.next_functions
+        return (unbroadcast(grad, self.bias_shape) if bias is not None else None,
+                grad @ weight_t.T if input_edge is not None else None,
+                inputs.T @ grad if weight_edge is not None else None)
+
+
+def linear(input, weight, bias=None):
+    """``input @ weight.T + bias``; records torch's ``AddmmBackward0`` (or ``MmBackward0``) over ``TBackward0``."""
+    raw_input, raw_weight = np.asarray(plain(input)), plain(weight)
+    if not _recording(input, weight, bias):
+        output = raw_input @ raw_weight.T
+        return output if bias is None else output + plain(bias)
+    if raw_input.ndim != 2:
+        if raw_input.ndim < 2:
+            return input @ weight.T if bias is None else input @ weight.T + bias
+        leading = raw_input.shape[:-1]
+        flat = linear(input.reshape(-1, raw_input.shape[-1]), weight, bias)
+        return flat.reshape(*leading, flat.shape[-1])
+    weight_edge = None
+    if is_tracked(weight):
+        weight_edge = TBackward0(edges((weight,)))
+    transposed = (weight_edge, 0) if weight_edge is not None else (None, 0)
+    if bias is None:
+        node = MmBackward0((edges((input,))[0], transposed))
+        save(node, (input, weight), (raw_input, raw_weight.T))
+        return result(raw_input @ raw_weight.T, node)
+    node = AddmmBackward0((edges((bias,))[0], edges((input,))[0], transposed))
+    node.bias_shape = np.shape(bias)
+    save(node, (input, weight), (raw_input, raw_weight.T))
+    return result(raw_input @ raw_weight.T + plain(bias), node)
+
+
+# ---- activations and dropout --------------------------------------------------------------------------------
+class ReluBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        (out,) = self.saved_values()
+        return (np.where(out > 0, grad, 0).astype(np.result_type(grad), copy=False),)
+
+
+def relu(input, inplace: bool = False):
+    """``max(0, x)``; the gradient is 0 where the output is 0 (torch's rule, also at x == 0)."""
+    raw = plain(input)
+    if not _recording(input):
+        return np.maximum(raw, 0, out=raw if inplace else None)
+    node = ReluBackward0(edges((input,)))
+    if inplace:
+        rebase_in_place(input, np.maximum(raw, 0), node)
+        save_output(node, input)
+        return input
+    out = result(np.maximum(raw, 0), node)
+    save_output(node, out)
+    return out
+
+
+def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False):
+    """Zero each element with probability ``p`` and scale the rest by ``1/(1-p)`` (identity unless training).
+
+    The mask comes from ``modulecraft.nn.init``'s generator, so ``manual_seed`` makes it repeatable (the
+    numbers differ from torch's). Records ``MulBackward0`` with the mask, as torch 2.13 on CPU does.
+    """
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0:
+        return input
+    shape = np.shape(input)
+    keep = init.generator().random(shape) >= p
+    scale = 0.0 if p == 1 else 1.0 / (1.0 - p)
+    mask = (keep * scale).astype(np.result_type(input), copy=False)
+    if inplace:
+        return np.multiply(input, mask, out=input)
+    return np.multiply(input, mask)
+
+
+def _softmax_axis(dim, ndim: int, name: str) -> int:
+    if dim is None:
+        warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include "
+                      "dim=X as an argument.", stacklevel=3)
+        dim = 0 if ndim in (0, 1, 3) else 1
+    return dim
+
+
+def _log_softmax_values(raw, axis):
+    shifted = raw - raw.max(axis=axis, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+
+
+class LogSoftmaxBackward0(Node):
+    __slots__ = ("axis",)
+
+    def backward(self, grad):
+        (out,) = self.saved_values()
+        return (grad - np.exp(out) * grad.sum(axis=self.axis, keepdims=True),)
+
+
+class SoftmaxBackward0(Node):
+    __slots__ = ("axis",)
+
+    def backward(self, grad):
+        (out,) = self.saved_values()
+        return (out * (grad - (grad * out).sum(axis=self.axis, keepdims=True)),)
+
+
+def log_softmax(input, dim=None, _stacklevel: int = 3, dtype=None):
+    """``log(softmax(x))`` along ``dim``, computed stably (the maximum is subtracted first)."""
+    raw = np.asarray(plain(input)) if dtype is None else np.asarray(plain(input)).astype(dtype)
+    axis = _softmax_axis(dim, raw.ndim, "log_softmax")
+    values = _log_softmax_values(raw, axis)
+    if not _recording(input):
+        return values
+    node = LogSoftmaxBackward0(edges((input,)))
+    node.axis = axis
+    out = result(values, node)
+    save_output(node, out)
+    return out
+
+
+def softmax(input, dim=None, _stacklevel: int = 3, dtype=None):
+    """``exp(x) / sum(exp(x))`` along ``dim``."""
+    raw = np.asarray(plain(input)) if dtype is None else np.asarray(plain(input)).astype(dtype)
+    axis = _softmax_axis(dim, raw.ndim, "softmax")
+    values = np.exp(_log_softmax_values(raw, axis))
+    if not _recording(input):
+        return values
+    node = SoftmaxBackward0(edges((input,)))
+    node.axis = axis
+    out = result(values, node)
+    save_output(node, out)
+    return out
+
+
+# ---- batch norm ---------------------------------------------------------------------------------------------
+class NativeBatchNormBackward0(Node):
+    """Edges (input, weight, bias). In training the batch statistics depend on the input too."""
+
+    __slots__ = ("axes", "shape", "training")
+
+    def backward(self, grad):
+        normalized, inverse_std, weight = self.saved_values()
+        (input_edge, _), (weight_edge, _), (bias_edge, _) = self.next_functions
+        axes, shape = self.axes, self.shape
+        grad_weight = (grad * normalized).sum(axis=axes) if weight_edge is not None else None
+        grad_bias = grad.sum(axis=axes) if bias_edge is not None else None
+        grad_input = None
+        if input_edge is not None:
+            grad_normalized = grad if weight is None else grad * weight.reshape(shape)
+            scale = inverse_std.reshape(shape)
+            if self.training:
+                count = grad.size // grad.shape[1]
+                grad_input = scale / count * (count * grad_normalized
+                                              - grad_normalized.sum(axis=axes, keepdims=True)
+                                              - normalized * (grad_normalized * normalized).sum(axis=axes,
+                                                                                                keepdims=True))
+            else:
+                grad_input = grad_normalized * scale
+        return grad_input, grad_weight, grad_bias
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training: bool = False,
+               momentum: float = 0.1, eps: float = 1e-5):
+    """Normalise each channel (axis 1) of an (N, C) or (N, C, L) input.
+
+    In training, with batch statistics, and ``running_mean``/``running_var`` (when given) updated in place
+    by ``momentum`` without recording anything (the running variance uses the unbiased batch variance, as
+    torch's); otherwise with the running statistics.
+    """
+    raw = np.asarray(plain(input))
+    if raw.ndim not in (2, 3):
+        raise NotImplementedError("batch_norm in modulecraft supports (N, C) and (N, C, L) inputs")
+    axes = (0,) if raw.ndim == 2 else (0, 2)
+    shape = (1, -1) if raw.ndim == 2 else (1, -1, 1)
+    if training:
+        count = raw.size // raw.shape[1]
+        if count <= 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input size {raw.shape}")
+        mean = raw.mean(axis=axes)
+        var = raw.var(axis=axes)
+        if running_mean is not None:
+            with grad_mode.no_grad():
+                running_mean[...] = (1 - momentum) * plain(running_mean) + momentum * mean
+                running_var[...] = (1 - momentum) * plain(running_var) + momentum * var * count / (count - 1)
+    else:
+        mean, var = plain(running_mean), plain(running_var)
+    inverse_std = 1.0 / np.sqrt(var + eps)
+    normalized = ((raw - mean.reshape(shape)) * inverse_std.reshape(shape)).astype(raw.dtype, copy=False)
+    raw_weight, raw_bias = plain(weight), plain(bias)
+    output = normalized if raw_weight is None else normalized * raw_weight.reshape(shape)
+    if raw_bias is not None:
+        output = output + raw_bias.reshape(shape)
+    output = output.astype(raw.dtype, copy=False)
+    if not _recording(input, weight, bias):
+        return output
+    node = NativeBatchNormBackward0(edges((input, weight, bias)))
+    node.axes, node.shape, node.training = axes, shape, training
+    save(node, (input, weight), (normalized, inverse_std.astype(raw.dtype, copy=False), raw_weight))
+    return result(output, node)
+
+
+# ---- losses -------------------------------------------------------------------------------------------------
+def _reduce(values, reduction: str):
+    if reduction == "mean":
+        return values.mean()
+    if reduction == "sum":
+        return values.sum()
+    if reduction == "none":
+        return values
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+class MseLossBackward0(Node):
+    __slots__ = ("reduction", "shapes")
+
+    def backward(self, grad):
+        difference, = self.saved_values()
+        scale = 2.0 / difference.size if self.reduction == "mean" else 2.0
+        grad_difference = scale * difference * grad
+        (input_edge, _), (target_edge, _) = self.next_functions
+        shape_input, shape_target = self.shapes
+        return (unbroadcast(grad_difference, shape_input) if input_edge is not None else None,
+                unbroadcast(-grad_difference, shape_target) if target_edge is not None else None)
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "mean"):
+    """The mean (or sum, or elementwise) squared difference; warns, as torch, when the shapes differ."""
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    if np.shape(target) != np.shape(input):
+        warnings.warn(f"Using a target size ({np.shape(target)}) that is different to the input size "
+                      f"({np.shape(input)}). This will likely lead to incorrect results due to broadcasting. "
+                      "Please ensure they have the same size.", stacklevel=2)
+    difference = np.asarray(plain(input)) - np.asarray(plain(target))
+    difference, _ = np.broadcast_arrays(difference, difference)
+    values = _reduce(difference * difference, reduction)
+    if not _recording(input, target):
+        return values
+    node = MseLossBackward0(edges((input, target)))
+    node.reduction = reduction
+    node.shapes = (np.shape(input), np.shape(target))
+    save(node, (), (difference,))
+    return result(values, node)
+
+
+class NllLossBackward0(Node):
+    __slots__ = ("target", "weights", "reduction", "total_weight", "shape")
+
+    def backward(self, grad):
+        per_sample = self.weights * grad  # grad: one number (mean, sum) or one per sample (none)
+        if self.reduction == "mean":
+            per_sample = per_sample / self.total_weight
+        grad_input = np.zeros(self.shape, dtype=np.result_type(grad))
+        if len(self.shape) == 1:
+            grad_input[self.target] = -per_sample
+        else:
+            grad_input[np.arange(self.shape[0]), self.target] = -per_sample
+        return (grad_input,)
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
+             reduction: str = "mean"):
+    """Minus the log-probability of each sample's class (``input`` holds log-probabilities, shape (N, C) or (C,))."""
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    raw = np.asarray(plain(input))
+    target = np.asarray(plain(target))
+    if target.dtype.kind not in "iu":
+        raise NotImplementedError("nll_loss/cross_entropy in modulecraft take class indices (an integer target); "
+                                  "class probabilities are not supported")
+    if raw.ndim not in (1, 2):
+        raise NotImplementedError("nll_loss/cross_entropy in modulecraft support (N, C) and (C,) inputs")
+    classes = raw.shape[-1]
+    valid = target != ignore_index
+    safe_target = np.where(valid, target, 0)
+    if np.any((safe_target < 0) | (safe_target >= classes)):
+        raise IndexError(f"Target {int(safe_target[(safe_target < 0) | (safe_target >= classes)].flat[0])} is out "
+                         "of bounds.")
+    class_weights = np.ones(classes, dtype=raw.dtype) if weight is None else np.asarray(plain(weight))
+    weights = np.where(valid, class_weights[safe_target], 0).astype(raw.dtype)
+    picked = raw[safe_target] if raw.ndim == 1 else np.take_along_axis(raw, safe_target[:, None], axis=1)[:, 0]
+    losses = -weights * picked
+    total_weight = weights.sum()
+    if reduction == "mean":
+        values = losses.sum() / total_weight
+    else:
+        values = _reduce(losses, reduction)
+    values = np.asarray(values, dtype=raw.dtype)
+    if not _recording(input):
+        return values
+    node = NllLossBackward0(edges((input,)))
+    node.target, node.weights, node.reduction = safe_target, weights, reduction
+    node.total_weight, node.shape = total_weight, raw.shape
+    return result(values, node)
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
+                  reduction: str = "mean", label_smoothing: float = 0.0):
+    """``nll_loss(log_softmax(input, 1), target)`` for class indices: records ``NllLossBackward0`` over
+    ``LogSoftmaxBackward0``, as torch does."""
+    if label_smoothing != 0.0:
+        raise NotImplementedError("cross_entropy with label_smoothing is not supported by modulecraft")
+    dim = 0 if np.ndim(input) == 1 else 1
+    return nll_loss(log_softmax(input, dim), target, weight, size_average, ignore_index, reduce, reduction)
+
+
+def _legacy_reduction(size_average, reduce) -> str:
+    """torch's translation of the deprecated ``size_average``/``reduce`` arguments, with its warning."""
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    reduction = ("mean" if size_average else "sum") if reduce else "none"
+    warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{reduction}' instead.",
+                  stacklevel=3)
+    return reduction
