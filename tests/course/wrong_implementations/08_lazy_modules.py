@@ -2,31 +2,38 @@
 
 WRONG_IMPLEMENTATIONS = [
     dict(
-        grade_id='c08_initialize_parameters',
-        mistake='no-reset',
-        feedback='the weights equal the reference LazyLinear',
+        grade_id='c08_materialize',
+        mistake='new-object',
+        feedback='materialize works in place',
+        source='''def materialize(self, shape, device=None, dtype=None):
+    return nn.Parameter(np.zeros(shape, dtype=self.dtype if dtype is None else dtype), self.requires_grad)''',
+    ),
+    dict(
+        grade_id='c08_materialize',
+        mistake='class-not-swapped',
+        feedback='type and shape of Placeholder() after materialize((2, 3))',
         edits=[
-            ("            self.bias.materialize((self.out_features,))\n"
-             "        self.reset_parameters()",
-             "            self.bias.materialize((self.out_features,))"),
+            ("\n    self.__class__ = self.cls_to_become", ""),
         ],
     ),
     dict(
-        grade_id='c08_initialize_parameters',
-        mistake='first-dimension',
-        feedback='in_features and parameter shapes',
+        grade_id='c08_materialize',
+        mistake='dtype-ignored',
+        feedback='after materialize((2,), dtype=np.float64)',
         edits=[
-            ("        self.in_features = np.shape(input)[-1]\n",
-             "        self.in_features = np.shape(input)[0]\n"),
+            ("    if dtype is not None:\n"
+             "        self.dtype = np.dtype(dtype)\n",
+             ""),
         ],
     ),
     dict(
-        grade_id='c08_initialize_parameters',
-        mistake='always-materialize',
-        feedback='With no placeholder left',
+        grade_id='c08_materialize',
+        mistake='int-shape-refused',
+        feedback='materialize(5) raised',
         edits=[
-            ("    if self.has_uninitialized_params():\n",
-             "    if True:\n"),
+            ("    if isinstance(shape, int):\n"
+             "        shape = (shape,)\n",
+             ""),
         ],
     ),
     dict(
@@ -61,6 +68,16 @@ WRONG_IMPLEMENTATIONS = [
         ],
     ),
     dict(
+        grade_id='c08_infer_parameters',
+        mistake='swap-without-check',
+        feedback='has not been fully initialized',
+        edits=[
+            ("    if module.has_uninitialized_params():\n"
+             "        raise RuntimeError(f\"module {self._get_name()} has not been fully initialized\")\n",
+             ""),
+        ],
+    ),
+    dict(
         grade_id='c08_lazy_load_hook',
         mistake='parameters-only',
         feedback='Placeholder buffers are materialised too',
@@ -85,6 +102,120 @@ WRONG_IMPLEMENTATIONS = [
         edits=[
             ("                param.materialize(incoming.shape)",
              "                pass"),
+        ],
+    ),
+    dict(
+        grade_id='c08_lazy_load_hook',
+        mistake='colleagues-version',
+        feedback='loading a checkpoint without the bias with strict=False',
+        source='''def _lazy_load_hook(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                    error_msgs):
+    for name, param in self._parameters.items():
+        if is_lazy(param):
+            param.materialize(state_dict[prefix + name].shape)''',
+    ),
+    dict(
+        grade_id='c08_lazy_load_hook',
+        mistake='lazy-into-lazy',
+        feedback='placeholders into placeholders',
+        edits=[
+            ("            if is_lazy(param) and not is_lazy(incoming):\n",
+             "            if is_lazy(param):\n"),
+        ],
+    ),
+    dict(
+        grade_id='c08_predict_after_load',
+        mistake='predicts-class-swap',
+        feedback='your prediction of (class, in_features, forward pre-hooks)',
+        edits=[
+            ('class_after_load = "LazyLinear"\n'
+             'in_features_after_load = 0\n'
+             'pre_hooks_after_load = 1\n',
+             'class_after_load = "Linear"\n'
+             'in_features_after_load = 3\n'
+             'pre_hooks_after_load = 0\n'),
+        ],
+    ),
+    dict(
+        grade_id='c08_predict_after_load',
+        mistake='predicts-no-error',
+        feedback='compares the input\'s width with the loaded weight\'s',
+        edits=[
+            ('error_on_wrong_width = "AssertionError"', 'error_on_wrong_width = None'),
+        ],
+    ),
+    dict(
+        grade_id='c08_initialize_parameters',
+        mistake='no-reset',
+        feedback='the weights equal the reference LazyLinear',
+        edits=[
+            ("            self.bias.materialize((self.out_features,))\n"
+             "        self.reset_parameters()",
+             "            self.bias.materialize((self.out_features,))"),
+        ],
+    ),
+    dict(
+        grade_id='c08_initialize_parameters',
+        mistake='first-dimension',
+        feedback='in_features and parameter shapes',
+        edits=[
+            ("    width = np.shape(input)[-1]\n",
+             "    width = np.shape(input)[0]\n"),
+        ],
+    ),
+    dict(
+        grade_id='c08_initialize_parameters',
+        mistake='always-materialize',
+        feedback='with nothing left to do raised',
+        edits=[
+            ("    if self.has_uninitialized_params():\n",
+             "    if True:\n"),
+        ],
+    ),
+    dict(
+        grade_id='c08_initialize_parameters',
+        mistake='no-loaded-branch',
+        feedback='after loading an nn.Linear(3, 2) state',
+        edits=[
+            ("\n    if self.in_features == 0:\n"
+             "        if width != self.weight.shape[-1]:\n"
+             "            raise AssertionError(f\"The in_features inferred from input: {width} is not equal to \"\n"
+             "                                 f\"in_features from self.weight: {self.weight.shape[-1]}\")\n"
+             "        self.in_features = width",
+             ""),
+        ],
+    ),
+    dict(
+        grade_id='c08_initialize_parameters',
+        mistake='loaded-branch-unchecked',
+        feedback='a first call with 4 features is refused',
+        edits=[
+            ("        if width != self.weight.shape[-1]:\n"
+             "            raise AssertionError(f\"The in_features inferred from input: {width} is not equal to \"\n"
+             "                                 f\"in_features from self.weight: {self.weight.shape[-1]}\")\n",
+             ""),
+        ],
+    ),
+    dict(
+        grade_id='c08_initialize_parameters',
+        mistake='loaded-branch-sets-before-check',
+        feedback='check the width before setting in_features',
+        edits=[
+            ("        if width != self.weight.shape[-1]:\n",
+             "        self.in_features = width\n"
+             "        if width != self.weight.shape[-1]:\n"),
+        ],
+    ),
+    dict(
+        grade_id='c08_initialize_parameters',
+        mistake='loaded-branch-redraws',
+        feedback='weight kept',
+        edits=[
+            ("{self.weight.shape[-1]}\")\n"
+             "        self.in_features = width",
+             "{self.weight.shape[-1]}\")\n"
+             "        self.in_features = width\n"
+             "        self.reset_parameters()"),
         ],
     ),
 ]
