@@ -31,6 +31,12 @@ def main(argv=None) -> int:
     p.add_argument("--chapter", action="append", help="only this chapter (repeatable)")
     p.add_argument("--workers", type=int, help="parallel notebooks (default: number of cores)")
     p.add_argument("--force", action="store_true", help="regrade submissions already graded and unchanged")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--scheduler", default=os.environ.get("MODULECRAFT_DASK_SCHEDULER") or None,
+                       help="grade on the Dask cluster of this scheduler, e.g. tcp://10.0.0.5:8786 "
+                            "(default: $MODULECRAFT_DASK_SCHEDULER, else on this machine)")
+    where.add_argument("--cluster", choices=["local"],
+                       help="local: a Dask LocalCluster of --workers processes on this machine")
 
     p = command("feedback", "write feedback HTML (hidden tests removed) for graded submissions")
     p.add_argument("--student", action="append")
@@ -74,12 +80,15 @@ def cmd_collect(args) -> int:
 def cmd_grade(args) -> int:
     from .grading import ProgressBar
     course = _course(args)
-    report = course.grade(args.student, args.chapter, workers=args.workers, progress=ProgressBar(), force=args.force)
+    report = course.grade(args.student, args.chapter, workers=args.workers, progress=ProgressBar(), force=args.force,
+                          scheduler=args.cluster or args.scheduler)
     print(f"graded {len(report.outcomes) - report.skipped} submission(s) in {report.seconds:.1f} s"
           + (f"; {report.skipped} already graded and unchanged" if report.skipped else ""))
     for outcome in report.needs_review:
         print(f"needs review: {outcome.student}/{outcome.chapter}: " + "; ".join(outcome.needs_review))
-    return 0
+    for student, chapter, why in report.failed:
+        print(f"not graded: {student}/{chapter}: {why} (run grade again)")
+    return 1 if report.failed else 0
 
 
 def cmd_feedback(args) -> int:

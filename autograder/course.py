@@ -92,12 +92,13 @@ class Course:
 
     # -- grading ----------------------------------------------------------------------------------------
     def grade(self, students=None, chapters=None, *, workers: int | None = None, progress=None,
-              force: bool = False) -> GradingReport:
-        """Autograde the submissions of `students` x `chapters` (default: all) in parallel, safely."""
+              force: bool = False, scheduler: str | None = None) -> GradingReport:
+        """Autograde the submissions of `students` x `chapters` (default: all) in parallel, safely: on this
+        machine, or on the Dask cluster at `scheduler` ("local": a LocalCluster of `workers` processes)."""
         students = [students] if isinstance(students, str) else (students or self.students())
         jobs = [(student, chapter) for chapter in self._chapters(chapters) for student in students
                 if self.submission_path(student, chapter).exists()]
-        return grade_class(self, jobs, workers=workers, progress=progress, force=force)
+        return grade_class(self, jobs, workers=workers, progress=progress, force=force, scheduler=scheduler)
 
     def gradebook(self) -> Gradebook:
         return Gradebook(f"sqlite:///{self.root / 'gradebook.db'}", course_id=self.course_id)

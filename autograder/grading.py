@@ -1,54 +1,39 @@
-"""Grading a class: one long-lived process pool that autogrades submissions through nbgrader's API.
+"""Grading a class: workers grade submissions, the coordinator alone writes the gradebook.
 
 Stock `nbgrader autograde` grades one notebook after another and pays Python's start-up on every command.
-Here each worker process imports nbgrader once and grades one submission at a time, with as many workers
-as cores (more would turn correct work into timeouts); its kernels are forks of a server that imported what
-they need once (`forkserver`), and work nbgrader repeats per cell is done once (`tuning`). Every submission's
-outcome is also written to `<root>/reports/<student>/<chapter>.json`, after its grades are in the gradebook,
-so a run that was killed halfway resumes where it stopped.
+Here workers (a local process pool, or Dask workers with `scheduler`: see `dask_grading`) import nbgrader once
+and grade one submission at a time each in a private scratch folder (`workers`); its kernels are forks of a
+server that imported what they need once (`forkserver`), and work nbgrader repeats per cell is done once
+(`tuning`). Locally there are as many workers as cores (more would turn correct work into timeouts).
+
+This process, the coordinator, imports each result once, as it arrives: the autograded folder, the grades
+through nbgrader's own `SaveAutoGrades` and `AssignLatePenalties`, then holds for review what needs a person.
+Every submission's outcome is then written to `<root>/reports/<student>/<chapter>.json`, after its grades are
+in the gradebook, so a run that was killed halfway resumes where it stopped.
 """
 from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
-import hashlib
 import json
 import multiprocessing
 import os
-import re
 import shutil
 import sys
 import time
 import warnings
 from pathlib import Path
 
+import nbformat
 import sqlalchemy.exc
-
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.apps import NbGraderAPI
-from nbgrader.coursedir import CourseDirectory
+from nbgrader.preprocessors import AssignLatePenalties, SaveAutoGrades
 
-from . import config as course_config
-from . import integrity, sandbox, tuning
+from .workers import (CourseBundle, GradedSubmission, Outcome, Task, file_sha256, grade_task, nbgrader_api,
+                      prepare_worker, read_folder, write_folder)
 
-
-@dataclasses.dataclass
-class Outcome:
-    """What happened to one submission."""
-
-    student: str
-    chapter: str
-    score: float = 0.0
-    max_score: float = 0.0
-    needs_review: list[str] = dataclasses.field(default_factory=list)  # why a person must look (points held)
-    notes: list[str] = dataclasses.field(default_factory=list)  # what went wrong but was graded (e.g. timeouts)
-    attempts: int = 0
-    seconds: float = 0.0
-    submission_sha256: str = ""
-
-    @property
-    def status(self) -> str:
-        return "needs review" if self.needs_review else "graded"
+SCRATCH = ".workers"  # under the grading folder: the local pool's scratch grading folders
 
 
 @dataclasses.dataclass
@@ -56,6 +41,7 @@ class GradingReport:
     outcomes: list[Outcome]
     seconds: float = 0.0
     skipped: int = 0  # already graded and unchanged since
+    failed: list[tuple[str, str, str]] = dataclasses.field(default_factory=list)  # (student, chapter, why): not graded
 
     def outcome(self, student: str, chapter: str) -> Outcome:
         return next(o for o in self.outcomes if (o.student, o.chapter) == (student, chapter))
@@ -63,24 +49,6 @@ class GradingReport:
     @property
     def needs_review(self) -> list[Outcome]:
         return [o for o in self.outcomes if o.needs_review]
-
-
-def nbgrader_api(root, course_id: str = course_config.COURSE_ID, *, grading: bool = False) -> NbGraderAPI:
-    """nbgrader's API on grading folder `root`; with `grading`, our sandbox and tamper guard are plugged in."""
-    _put_our_scripts_on_path()
-    cfg = course_config.nbgrader_config(root, course_id)
-    if grading:
-        tuning.apply()
-        cfg.merge(integrity.autograde_config())
-        cfg.merge(sandbox.autograde_config())
-    return NbGraderAPI(coursedir=CourseDirectory(config=cfg), config=cfg)
-
-
-def _put_our_scripts_on_path() -> None:
-    """nbgrader runs `alembic` by name: find it next to our interpreter even when the venv is not activated."""
-    scripts = str(Path(sys.executable).parent)
-    if scripts not in os.environ.get("PATH", "").split(os.pathsep):
-        os.environ["PATH"] = scripts + os.pathsep + os.environ.get("PATH", "")
 
 
 def report_path(root: Path, student: str, chapter: str) -> Path:
@@ -102,12 +70,9 @@ def _save_outcome(root: Path, outcome: Outcome) -> None:
     partial.replace(path)  # atomic: a killed run leaves either the old report or the new one
 
 
-def file_sha256(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-def grade_class(course, jobs, *, workers=None, progress=None, force=False) -> GradingReport:
-    """Grade `jobs` [(student, chapter)] of `course` with up to `workers` (default: cores) processes.
+def grade_class(course, jobs, *, workers=None, progress=None, force=False, scheduler=None) -> GradingReport:
+    """Grade `jobs` [(student, chapter)] of `course` with up to `workers` local processes (default: cores), or
+    on the Dask cluster at `scheduler` (an address, or "local" for a LocalCluster of `workers` processes).
 
     Submissions graded before and unchanged since are skipped unless `force`.
     `progress(done, total, outcome)` is called after each submission.
@@ -121,92 +86,89 @@ def grade_class(course, jobs, *, workers=None, progress=None, force=False) -> Gr
             done.append(previous)
         else:
             todo.append((student, chapter))
-    skipped = len(done)
-    workers = max(1, min(workers or os.cpu_count() or 1, len(todo) or 1))
+    skipped, failed = len(done), []
     if todo:
-        sandbox.prepare(workers)
-        context = multiprocessing.get_context("fork")  # callers need no `if __name__ == "__main__"` guard
-        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
-            futures = [pool.submit(grade_submission, str(course.root), course.course_id, student, chapter)
-                       for student, chapter in todo]
-            for count, future in enumerate(concurrent.futures.as_completed(futures), 1):
-                outcome = future.result()
-                done.append(outcome)
-                if progress is not None:
-                    progress(count, len(todo), outcome)
+        bundle = CourseBundle.of(course.root, course.source, course.course_id, {chapter for _, chapter in todo})
+        tasks = [submission_task(course.root, student, chapter, bundle) for student, chapter in todo]
+        if scheduler is None:
+            results = _local_pool(course.root, bundle, tasks, workers)
+        else:
+            from . import dask_grading
+            results = dask_grading.grade(scheduler, bundle, tasks, workers)
+        api = nbgrader_api(course.root, course.course_id)
+        for count, (task, result) in enumerate(results, 1):
+            if isinstance(result, BaseException):
+                failed.append((task.student, task.chapter, f"{type(result).__name__}: {result}"))
+                continue
+            outcome = record(api, course.root, result)
+            done.append(outcome)
+            if progress is not None:
+                progress(count, len(todo), outcome)
     order = {job: i for i, job in enumerate(jobs)}
     done.sort(key=lambda o: order[(o.student, o.chapter)])
-    return GradingReport(done, time.monotonic() - started, skipped)
+    return GradingReport(done, time.monotonic() - started, skipped, failed)
 
 
-_apis: dict[tuple[str, str], NbGraderAPI] = {}
+def submission_task(root: Path, student: str, chapter: str, bundle: CourseBundle) -> Task:
+    folder = Path(root) / "submitted" / student / chapter
+    return Task(student, chapter, file_sha256(folder / f"{chapter}.ipynb"), read_folder(folder), bundle.sha256)
+
+
+def _local_pool(root: Path, bundle: CourseBundle, tasks: list[Task], workers: int | None):
+    """(task, result or exception) as they complete, from a pool of forked processes on this machine."""
+    workers = max(1, min(workers or os.cpu_count() or 1, len(tasks)))
+    context = multiprocessing.get_context("fork")  # callers need no `if __name__ == "__main__"` guard
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context, initializer=prepare_worker,
+                                                initargs=(bundle, Path(root) / SCRATCH)) as pool:
+        futures = {pool.submit(grade_task, task): task for task in tasks}
+        for future in concurrent.futures.as_completed(futures):
+            yield futures[future], future.exception() or future.result()
 
 
 def grade_submission(root: str, course_id: str, student: str, chapter: str, *, hold: bool = True) -> Outcome:
-    """Autograde one submission (in a worker process): inspect, execute sandboxed, retry once, record.
+    """Grade one submission in this process (worker and coordinator in one), e.g. for the learner's self-check.
 
     With `hold`, a submission that needs review keeps no points until a person looks at it; the self-check
     shows the learner the scores anyway, next to the problems."""
-    os.environ[course_config.GRADING_ENV_VAR] = "1"
-    # nbgrader's first autograde of a student trips this harmless SQLAlchemy warning on every submission.
-    warnings.filterwarnings("ignore", category=sqlalchemy.exc.SAWarning)
-    api = _apis.get((root, course_id)) or _apis.setdefault((root, course_id),
-                                                           nbgrader_api(root, course_id, grading=True))
     root_path = Path(root)
-    sandbox.hide_from_kernels(root_path, root_path / "source")
-    started = time.monotonic()
-    submitted = root_path / "submitted" / student / chapter / f"{chapter}.ipynb"
-    source = root_path / "source" / chapter / f"{chapter}.ipynb"
-    outcome = Outcome(student, chapter, submission_sha256=file_sha256(submitted))
+    source = (root_path / "source").resolve()
+    bundle = CourseBundle.of(root_path, source, course_id, [chapter])
+    prepare_worker(bundle, root_path / SCRATCH)
+    result = grade_task(submission_task(root_path, student, chapter, bundle))
+    return record(nbgrader_api(root_path, course_id), root_path, result, hold=hold)
 
-    problems = integrity.inspect_submission(submitted, source)
-    if integrity.is_ungradable(problems):
-        shutil.rmtree(root_path / "autograded" / student / chapter, ignore_errors=True)  # no stale feedback
+
+def record(api: NbGraderAPI, root: Path, result: GradedSubmission, *, hold: bool = True) -> Outcome:
+    """Write a worker's result into the grading folder `root`: autograded folder, gradebook, report.
+
+    The gradebook gets what stock autograde writes: student and submission (with its timestamp), then the
+    grades and comments nbgrader's `SaveAutoGrades` reads off the autograded notebook and the late penalty of
+    `AssignLatePenalties`, run here against the real gradebook. With `hold`, a submission that needs review
+    keeps no points until a person looks."""
+    outcome = dataclasses.replace(result.outcome)
+    student, chapter = outcome.student, outcome.chapter
+    autograded = Path(root) / "autograded" / student / chapter
+    with api.gradebook as gb, warnings.catch_warnings():
+        # nbgrader's first submission of a student trips this harmless SQLAlchemy warning every time.
+        warnings.simplefilter("ignore", sqlalchemy.exc.SAWarning)
+        gb.update_or_create_student(student)
+        timestamp = api.coursedir.get_existing_timestamp(str(Path(root) / "submitted" / student / chapter))
+        gb.update_or_create_submission(chapter, student, **({"timestamp": timestamp} if timestamp else {}))
+    if result.autograded is None:
+        shutil.rmtree(autograded, ignore_errors=True)  # no stale feedback
         _record_zero(api, chapter, student)
-        outcome.needs_review = problems
     else:
-        for attempt in (1, 2):  # a kernel that died or timed out may have been starved by load: once more
-            outcome.attempts = attempt
-            integrity.reset_verdict()
-            sandbox.events.clear()
-            result = api.autograde(chapter, student, force=True, create=True)
-            failures = sandbox.events + execution_failures(result, root_path, student, chapter)
-            if not failures:
-                break
-        if (root_path / "autograded" / student / chapter).is_dir():
-            outcome.notes = failures  # the cells that failed this way scored zero, the others count
-            outcome.needs_review = problems + integrity.verdict()
-        else:  # nbgrader gave up on the whole notebook (dead kernel): nothing to show, a person must look
-            _record_zero(api, chapter, student)
-            outcome.needs_review = problems + failures
+        write_folder(autograded, result.autograded)
+        notebook = nbformat.reads(result.autograded[f"{chapter}.ipynb"].decode(), as_version=nbformat.NO_CONVERT)
+        resources = {"nbgrader": {"notebook": chapter, "assignment": chapter, "student": student,
+                                  "db_url": api.coursedir.db_url}}
+        for step in (SaveAutoGrades, AssignLatePenalties):
+            step(config=api.config).preprocess(notebook, resources)
     if outcome.needs_review and hold:
         _hold_for_review(api, chapter, student)
     outcome.score, outcome.max_score = _total(api, chapter, student)
-    outcome.seconds = round(time.monotonic() - started, 2)
-    _save_outcome(root_path, outcome)
+    _save_outcome(Path(root), outcome)
     return outcome
-
-
-def execution_failures(result: dict, root: Path, student: str, chapter: str) -> list[str]:
-    """What went wrong running the notebook that load could explain (kernel died, cell timed out)."""
-    if not result["success"]:
-        return [_why_nbgrader_failed(result.get("log", "") + result.get("error", ""))]
-    graded = root / "autograded" / student / chapter / f"{chapter}.ipynb"
-    timed_out = integrity.timed_out_cells(graded)
-    if timed_out:
-        return [f"cell(s) {', '.join(timed_out)} hit the {course_config.CELL_TIMEOUT} s time limit per cell"]
-    return []
-
-
-def _why_nbgrader_failed(log: str) -> str:
-    if "DeadKernelError" in log or "Kernel died" in log:
-        return "the kernel died while running the notebook (os._exit, a crash, or a resource limit)"
-    if "Timeout waiting for IOPub output" in log or "UnresponsiveKernelError" in log:
-        return (f"a cell kept running after the {course_config.CELL_TIMEOUT} s time limit per cell and ignored "
-                "the interrupt (e.g. a loop that ignores SIGINT), so the notebook could not finish")
-    errors = [line.strip() for line in log.splitlines()
-              if re.match(r"\s*[\w.]+(Error|Exception): ", line) and "NbGraderException" not in line]
-    return "nbgrader could not autograde it: " + (errors[0] if errors else "see `nbgrader autograde` for details")
 
 
 def _grades(gb: Gradebook, chapter: str, student: str):
@@ -216,8 +178,6 @@ def _grades(gb: Gradebook, chapter: str, student: str):
 def _record_zero(api: NbGraderAPI, chapter: str, student: str) -> None:
     """Give zero to a submission nbgrader could not run, so the gradebook has a row for every submission."""
     with api.gradebook as gb:
-        gb.update_or_create_student(student)
-        gb.update_or_create_submission(chapter, student)
         for grade in _grades(gb, chapter, student):
             grade.auto_score = 0
         gb.db.commit()

@@ -1,0 +1,278 @@
+"""The worker side of grading: one submission in, its autograded notebook and findings out.
+
+A grading worker (a process of the local pool, or a Dask worker on any machine) never touches the
+coordinator's gradebook. It keeps a private scratch grading folder, made once per process from a
+`CourseBundle` the coordinator ships: the chapters' source files (with hidden tests) and a copy of the
+gradebook holding only the assignments (no student, no grade). In that folder it runs nbgrader's own
+`autograde` on one submission at a time, inside our sandbox and tamper guard, and returns the autograded
+folder's files and what went wrong (`GradedSubmission`). Nothing else travels back.
+
+Why the coordinator imports the *autograded notebook*, not the scratch gradebook's numbers: it replays
+nbgrader's own `SaveAutoGrades` and `AssignLatePenalties` on that notebook against the real gradebook
+(`grading.record`), which is exactly what stock autograde writes. So nbgrader's semantics hold where they
+depend on the real gradebook: a grade a person already gave (`manual_score`) still marks the cell for
+review, the late penalty uses the submission's timestamp and the course's plugin, and feedback and
+formgrader read the same autograded folder as always.
+
+A task is a pure function of (student, chapter, submission sha256, course bundle): a worker that dies
+mid-notebook leaves nothing behind that counts, and the task can run again anywhere.
+"""
+from __future__ import annotations
+
+import atexit
+import contextlib
+import dataclasses
+import hashlib
+import os
+import re
+import shutil
+import sqlite3
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from pathlib import Path
+
+import sqlalchemy.exc
+from nbgrader.apps import NbGraderAPI
+from nbgrader.coursedir import CourseDirectory
+
+from . import config as course_config
+from . import integrity, sandbox, tuning
+
+# Where a worker makes its scratch grading folder (default: the Dask worker's --local-directory, or the temp dir).
+SCRATCH_ENV_VAR = "MODULECRAFT_WORKER_SCRATCH"
+# Gradebook tables that hold students and their work: emptied in the copy shipped to workers.
+STUDENT_TABLES = ("comment", "grade", "submitted_notebook", "submitted_assignment", "student")
+
+
+@dataclasses.dataclass
+class Outcome:
+    """What happened to one submission."""
+
+    student: str
+    chapter: str
+    score: float = 0.0
+    max_score: float = 0.0
+    needs_review: list[str] = dataclasses.field(default_factory=list)  # why a person must look (points held)
+    notes: list[str] = dataclasses.field(default_factory=list)  # what went wrong but was graded (e.g. timeouts)
+    attempts: int = 0
+    seconds: float = 0.0
+    submission_sha256: str = ""
+
+    @property
+    def status(self) -> str:
+        return "needs review" if self.needs_review else "graded"
+
+
+@dataclasses.dataclass(frozen=True)
+class CourseBundle:
+    """What a worker needs to grade a course's chapters, on any machine with the same repository checkout."""
+
+    course_id: str
+    files: dict[str, bytes]  # source/<chapter>/... relative path -> content
+    gradebook: bytes  # the coordinator's gradebook with the student tables emptied
+    cell_timeout: int
+    notebook_timeout: int
+    private: tuple[str, ...]  # the coordinator's folder and sources: hidden from kernels on the coordinator's machine
+
+    @property
+    def sha256(self) -> str:
+        digest = hashlib.sha256(self.gradebook)
+        for name in sorted(self.files):
+            digest.update(name.encode() + b"\0" + hashlib.sha256(self.files[name]).digest())
+        digest.update(f"{self.course_id} {self.cell_timeout} {self.notebook_timeout}".encode())
+        return digest.hexdigest()
+
+    @classmethod
+    def of(cls, root: Path, source: Path, course_id: str, chapters) -> CourseBundle:
+        files = {}
+        for chapter in sorted(set(chapters)):
+            for path in sorted((source / chapter).rglob("*")):
+                if path.is_file() and ".ipynb_checkpoints" not in path.parts:
+                    files[str(path.relative_to(source))] = path.read_bytes()
+        return cls(course_id, files, assignments_only(Path(root) / "gradebook.db"), course_config.CELL_TIMEOUT,
+                   course_config.NOTEBOOK_TIMEOUT, (str(root), str(Path(source).resolve())))
+
+
+def assignments_only(gradebook: Path) -> bytes:
+    """A copy of `gradebook` without students or grades: workers learn the course, not the class."""
+    with tempfile.TemporaryDirectory() as folder:
+        copy = Path(folder) / "gradebook.db"
+        with contextlib.closing(sqlite3.connect(gradebook)) as source, \
+                contextlib.closing(sqlite3.connect(copy)) as target:
+            source.backup(target)
+            for table in STUDENT_TABLES:
+                target.execute(f"DELETE FROM {table}")
+            target.commit()
+            target.execute("VACUUM")
+        return copy.read_bytes()
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    """Grade `student`'s submission of `chapter`: the submitted folder's files, keyed by their notebook's sha256."""
+
+    student: str
+    chapter: str
+    submission_sha256: str
+    files: dict[str, bytes]  # submitted/<student>/<chapter>/... relative path -> content
+    bundle_sha256: str
+
+    @property
+    def key(self) -> str:
+        """Names the work, not the attempt: the same submission of the same course is the same task."""
+        return f"modulecraft-grade-{self.student}-{self.chapter}-{self.submission_sha256[:16]}-{self.bundle_sha256[:8]}"
+
+
+@dataclasses.dataclass
+class GradedSubmission:
+    """A worker's answer: the findings and the autograded folder's files (None: nbgrader produced none)."""
+
+    outcome: Outcome
+    autograded: dict[str, bytes] | None
+
+
+def read_folder(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def write_folder(folder: Path, files: dict[str, bytes]) -> None:
+    shutil.rmtree(folder, ignore_errors=True)
+    for name, content in files.items():
+        path = folder / name
+        if not path.resolve().is_relative_to(folder.resolve()):
+            raise ValueError(f"file {name!r} would be written outside {folder}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content)
+
+
+def nbgrader_api(root, course_id: str = course_config.COURSE_ID, *, grading: bool = False) -> NbGraderAPI:
+    """nbgrader's API on grading folder `root`; with `grading`, our sandbox and tamper guard are plugged in."""
+    _put_our_scripts_on_path()
+    cfg = course_config.nbgrader_config(root, course_id)
+    if grading:
+        tuning.apply()
+        cfg.merge(integrity.autograde_config())
+        cfg.merge(sandbox.autograde_config())
+    return NbGraderAPI(coursedir=CourseDirectory(config=cfg), config=cfg)
+
+
+def _put_our_scripts_on_path() -> None:
+    """nbgrader runs `alembic` by name: find it next to our interpreter even when the venv is not activated."""
+    scripts = str(Path(sys.executable).parent)
+    if scripts not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = scripts + os.pathsep + os.environ.get("PATH", "")
+
+
+# -- the worker's state: one scratch grading folder per process ---------------------------------------------
+@dataclasses.dataclass
+class _Scratch:
+    bundle_sha256: str
+    root: Path
+    api: NbGraderAPI
+
+
+_scratch: _Scratch | None = None
+# One submission at a time per process: the sandbox's events and the guard's verdict are per process.
+_one_at_a_time = threading.Lock()
+
+
+def prepare_worker(bundle: CourseBundle, scratch_base: str | os.PathLike | None = None) -> Path:
+    """Make this process's scratch grading folder from `bundle` (again if the bundle changed)."""
+    global _scratch
+    sha = bundle.sha256
+    with _one_at_a_time:
+        if _scratch is not None and _scratch.bundle_sha256 == sha:
+            return _scratch.root
+        base = Path(scratch_base or os.environ.get(SCRATCH_ENV_VAR) or tempfile.gettempdir())
+        base.mkdir(parents=True, exist_ok=True)
+        root = Path(tempfile.mkdtemp(prefix="modulecraft-worker-", dir=base)).resolve()  # mode 0700
+        atexit.register(shutil.rmtree, root, ignore_errors=True)
+        write_folder(root / "source", bundle.files)
+        (root / "gradebook.db").write_bytes(bundle.gradebook)
+        (root / "exchange").mkdir()  # nbgrader's API insists on one
+        course_config.CELL_TIMEOUT, course_config.NOTEBOOK_TIMEOUT = bundle.cell_timeout, bundle.notebook_timeout
+        os.environ[course_config.GRADING_ENV_VAR] = "1"
+        # nbgrader's first autograde of a student trips this harmless SQLAlchemy warning on every submission.
+        warnings.filterwarnings("ignore", category=sqlalchemy.exc.SAWarning)
+        sandbox.prepare(1)  # slot users are created on first use; this checks kernels can start at all
+        sandbox.hide_from_kernels(root, *map(Path, bundle.private))
+        previous, _scratch = _scratch, _Scratch(sha, root, nbgrader_api(root, bundle.course_id, grading=True))
+        if previous is not None:
+            shutil.rmtree(previous.root, ignore_errors=True)
+        return root
+
+
+def grade_task(task: Task) -> GradedSubmission:
+    """Grade one submission in this process's scratch folder (prepared by `prepare_worker`)."""
+    with _one_at_a_time:
+        if _scratch is None or _scratch.bundle_sha256 != task.bundle_sha256:
+            raise RuntimeError("this worker was not prepared for this course (prepare_worker with its bundle)")
+        root, api = _scratch.root, _scratch.api
+        submitted = root / "submitted" / task.student / task.chapter
+        write_folder(submitted, task.files)
+        try:
+            outcome = _autograde(api, root, task.student, task.chapter)
+            outcome.submission_sha256 = task.submission_sha256
+            graded = root / "autograded" / task.student / task.chapter
+            return GradedSubmission(outcome, read_folder(graded) if graded.is_dir() else None)
+        finally:
+            for folder in ("submitted", "autograded"):
+                shutil.rmtree(root / folder / task.student, ignore_errors=True)
+            with api.gradebook as gb:
+                if task.student in {s.id for s in gb.students}:
+                    gb.remove_student(task.student)
+
+
+def _autograde(api: NbGraderAPI, root: Path, student: str, chapter: str) -> Outcome:
+    """Inspect, execute sandboxed, retry once: what a person must look at, and what the learner should hear."""
+    started = time.monotonic()
+    outcome = Outcome(student, chapter)
+    submitted = root / "submitted" / student / chapter / f"{chapter}.ipynb"
+    problems = integrity.inspect_submission(submitted, root / "source" / chapter / f"{chapter}.ipynb")
+    if integrity.is_ungradable(problems):
+        outcome.needs_review = problems
+    else:
+        for attempt in (1, 2):  # a kernel that died or timed out may have been starved by load: once more
+            outcome.attempts = attempt
+            integrity.reset_verdict()
+            sandbox.events.clear()
+            result = api.autograde(chapter, student, force=True, create=True)
+            failures = sandbox.events + execution_failures(result, root, student, chapter)
+            if not failures:
+                break
+        if (root / "autograded" / student / chapter).is_dir():
+            outcome.notes = failures  # the cells that failed this way scored zero, the others count
+            outcome.needs_review = problems + integrity.verdict()
+        else:  # nbgrader gave up on the whole notebook (dead kernel): nothing to show, a person must look
+            outcome.needs_review = problems + failures
+    outcome.seconds = round(time.monotonic() - started, 2)
+    return outcome
+
+
+def execution_failures(result: dict, root: Path, student: str, chapter: str) -> list[str]:
+    """What went wrong running the notebook that load could explain (kernel died, cell timed out)."""
+    if not result["success"]:
+        return [_why_nbgrader_failed(result.get("log", "") + result.get("error", ""))]
+    graded = root / "autograded" / student / chapter / f"{chapter}.ipynb"
+    timed_out = integrity.timed_out_cells(graded)
+    if timed_out:
+        return [f"cell(s) {', '.join(timed_out)} hit the {course_config.CELL_TIMEOUT} s time limit per cell"]
+    return []
+
+
+def _why_nbgrader_failed(log: str) -> str:
+    if "DeadKernelError" in log or "Kernel died" in log:
+        return "the kernel died while running the notebook (os._exit, a crash, or a resource limit)"
+    if "Timeout waiting for IOPub output" in log or "UnresponsiveKernelError" in log:
+        return (f"a cell kept running after the {course_config.CELL_TIMEOUT} s time limit per cell and ignored "
+                "the interrupt (e.g. a loop that ignores SIGINT), so the notebook could not finish")
+    errors = [line.strip() for line in log.splitlines()
+              if re.match(r"\s*[\w.]+(Error|Exception): ", line) and "NbGraderException" not in line]
+    return "nbgrader could not autograde it: " + (errors[0] if errors else "see `nbgrader autograde` for details")
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()

@@ -1,0 +1,161 @@
+"""Grading on Dask: the same scores as the local pool, and every submission graded exactly once even when a
+worker is killed in the middle of a notebook."""
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from autograder import synthetic
+from autograder.config import REPO_ROOT
+from autograder.workers import SCRATCH_ENV_VAR
+
+pytestmark = pytest.mark.slow
+
+WRONG_ADD = "def add(a, b):\n    return np.asarray(a) - np.asarray(b)"
+SCALE_IN_PLACE = "def scale(x, factor):\n    x = np.asarray(x)\n    x *= factor\n    return x"
+SLOW_ADD = "import time\ntime.sleep(1)\ndef add(a, b):\n    return np.asarray(a) + np.asarray(b)"
+EDITED_TEST = 'assert True, "always passes"'
+
+
+def hand_in_class(course, scratch: Path) -> dict:
+    """Submissions of both toy chapters, of every kind the grader tells apart; their expected totals."""
+    kinds = {
+        ("ada", "90_toy"): ("solved", {}, 5.0),
+        ("bo", "90_toy"): ("solved", {"add": WRONG_ADD}, 3.0),
+        ("cy", "90_toy"): ("solved", {"scale": SCALE_IN_PLACE}, 2.0),
+        ("di", "90_toy"): ("blank", {}, 0.0),
+        ("ed", "90_toy"): ("solved", {"test_add": EDITED_TEST}, 0.0),  # tampered: held for review
+        ("ada", "91_other"): ("solved", {}, 1.0),
+        ("bo", "91_other"): ("blank", {}, 0.0),
+    }
+    for (student, chapter), (start, cells, _) in kinds.items():
+        notebook = synthetic.with_cells(getattr(synthetic, start)(course, chapter), cells)
+        synthetic.write(notebook, scratch / "hand-in.ipynb")
+        course.submit(student, chapter, scratch / "hand-in.ipynb")
+    return {job: total for job, (_, _, total) in kinds.items()}
+
+
+def gradebook_rows(course) -> dict:
+    with sqlite3.connect(course.root / "gradebook.db") as db:
+        assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        return {
+            "submissions": db.execute("SELECT COUNT(*) FROM submitted_assignment").fetchone()[0],
+            "notebooks": db.execute("SELECT COUNT(*) FROM submitted_notebook").fetchone()[0],
+            "grades": db.execute("SELECT COUNT(*) FROM grade").fetchone()[0],
+            "students": db.execute("SELECT COUNT(*) FROM student").fetchone()[0],
+        }
+
+
+def test_a_local_cluster_grades_exactly_like_the_local_pool(make_toy_course, short_limits, tmp_path):
+    local, dask = make_toy_course(tmp_path / "local"), make_toy_course(tmp_path / "dask")
+    expected = hand_in_class(local, tmp_path)
+    hand_in_class(dask, tmp_path)
+
+    by_pool = local.grade(workers=2)
+    by_cluster = dask.grade(workers=2, scheduler="local")
+
+    assert not by_cluster.failed
+    assert {(o.student, o.chapter): o.score for o in by_cluster.outcomes} == expected
+    for mine, theirs in zip(by_pool.outcomes, by_cluster.outcomes):
+        assert (mine.student, mine.chapter, mine.score, mine.max_score, mine.needs_review, mine.notes) == \
+               (theirs.student, theirs.chapter, theirs.score, theirs.max_score, theirs.needs_review, theirs.notes)
+        assert local.scores(mine.student, mine.chapter) == dask.scores(mine.student, mine.chapter)
+    assert by_cluster.outcome("ed", "90_toy").needs_review  # the tampered one is held on the cluster too
+    assert gradebook_rows(local) == gradebook_rows(dask)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def processes():
+    """Start processes in their own process groups; every group is killed at the end, even on failure."""
+    started = []
+
+    def start(command, **kwargs):
+        process = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL, cwd=REPO_ROOT, **kwargs)
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        process.wait(timeout=30)
+
+
+def wait_for_workers(address: str, count: int, timeout: float = 120) -> None:
+    from distributed import Client
+    with Client(address, timeout=timeout) as client:
+        client.wait_for_workers(count, timeout=timeout)
+
+
+def busy_scratch(scratch: Path) -> bool:
+    """Whether the worker with this scratch folder is grading a submission right now."""
+    return any(scratch.glob("modulecraft-worker-*/submitted/*/*/*.ipynb"))
+
+
+def test_a_worker_killed_mid_notebook_leaves_every_submission_graded_exactly_once(make_toy_course, short_limits,
+                                                                                 tmp_path, processes):
+    course = make_toy_course(tmp_path / "grading")
+    expected = {}
+    for n in range(6):  # every notebook takes over a second: the kill lands in the middle of one
+        notebook = synthetic.with_cells(synthetic.solved(course, "90_toy"), {"add": SLOW_ADD})
+        if n % 2:
+            notebook = synthetic.with_cells(notebook, {"scale": SCALE_IN_PLACE})
+        synthetic.write(notebook, tmp_path / "hand-in.ipynb")
+        course.submit(f"s{n}", "90_toy", tmp_path / "hand-in.ipynb")
+        expected[(f"s{n}", "90_toy")] = 2.0 if n % 2 else 5.0
+
+    address = f"tcp://127.0.0.1:{free_port()}"
+    dask = [sys.executable, "-m", "distributed.cli.dask_worker"]
+    processes([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+               "--port", address.rsplit(":", 1)[1], "--no-dashboard"])
+    workers, scratch = {}, {}
+    for name in ("wa", "wb"):  # separate folders, as separate machines would have
+        scratch[name] = tmp_path / name / "scratch"
+        env = dict(os.environ, **{SCRATCH_ENV_VAR: str(scratch[name])})
+        workers[name] = processes([*dask, address, "--name", name, "--nthreads", "1", "--host", "127.0.0.1",
+                                   "--no-dashboard", "--local-directory", str(tmp_path / name)], env=env)
+    wait_for_workers(address, 2)
+
+    killed = []
+
+    def kill_the_first_busy_worker():
+        deadline = time.monotonic() + 300
+        while not killed and time.monotonic() < deadline:
+            for name, folder in scratch.items():
+                if busy_scratch(folder):
+                    os.killpg(workers[name].pid, signal.SIGKILL)
+                    killed.append(name)
+                    return
+            time.sleep(0.02)
+
+    killer = threading.Thread(target=kill_the_first_busy_worker, daemon=True)
+    killer.start()
+    imported = []
+    report = course.grade(scheduler=address, progress=lambda done, total, o: imported.append((o.student, o.chapter)))
+    killer.join(timeout=5)
+
+    assert killed, "no worker was seen busy"
+    assert workers[killed[0]].poll() is not None
+    assert not report.failed
+    assert sorted(imported) == sorted(expected)  # each result imported once
+    assert {(o.student, o.chapter): o.score for o in report.outcomes} == expected
+    assert gradebook_rows(course) == {"submissions": 6, "notebooks": 6, "grades": 12, "students": 6}
+    for student, chapter in expected:
+        assert (course.root / "reports" / student / f"{chapter}.json").exists()
+        assert (course.root / "autograded" / student / chapter / f"{chapter}.ipynb").exists()
