@@ -41,9 +41,9 @@ def save(obj: Mapping[str, Any], file: IO[bytes]) -> None:
     # Parameters included), and refuse what it has no dtype for with our own words.
     contiguous = {}
     for key, array in arrays.items():
-        if array.dtype.kind not in "biuf" or array.dtype.itemsize > 8:
-            raise TypeError(f"cannot save {key!r}: safetensors stores bool, integer and float arrays, "
-                            f"not {array.dtype}; use format='npz' for it")
+        if array.dtype.kind not in "biufc" or array.dtype.itemsize > 8:
+            raise TypeError(f"cannot save {key!r}: safetensors stores bool, integer, float and complex64 "
+                            f"arrays, not {array.dtype}; use format='npz' for it")
         contiguous[key] = array.astype(array.dtype.newbyteorder("<"), order="C", copy=False)
     file.write(safetensors.numpy.save(contiguous, metadata={_METADATA_KEY: json.dumps(header)}))
 

@@ -10,7 +10,7 @@ weights, a transposed view) name the same storage key.
 Why reading one is safe here. Unpickling runs whatever callable the pickle names, so a plain
 ``pickle.load`` of a file someone sent you can run ``os.system``. :class:`_StateDictUnpickler` answers every
 global the pickle asks for from a short allow list (``collections.OrderedDict``, the two tensor rebuild
-functions and the storage types), each mapped to *our* numpy code, never to the real object; anything else
+functions, the storage types and ``_codecs.encode`` for bytes), each mapped to *our* numpy code, never to the real object; anything else
 raises :class:`~modulecraft.serialization.errors.UnpicklingError` naming the global. The rebuild functions
 only record what was asked (:class:`_TensorSpec`); arrays are made once the whole pickle has been read and
 every storage, size, stride and offset has been checked against the bytes really in the archive, so a
@@ -98,8 +98,16 @@ def _rebuild_parameter(data, requires_grad, backward_hooks) -> _TensorSpec:
     return data
 
 
+def _encode_bytes(text, encoding) -> bytes:
+    """Our ``_codecs.encode``, which pickle protocol 2 (torch's default) uses to write a ``bytes`` value."""
+    if not (isinstance(text, str) and encoding == "latin1"):
+        raise CheckpointError(f"_codecs.encode is allowed only to rebuild bytes from latin1 text, got {encoding!r}")
+    return text.encode("latin1")
+
+
 _ALLOWED_GLOBALS: dict[tuple[str, str], Any] = {
     ("collections", "OrderedDict"): OrderedDict,
+    ("_codecs", "encode"): _encode_bytes,
     ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor,
     ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
     **{("torch", name): _StorageType(name, dtype) for name, dtype in _STORAGE_DTYPES.items()},
@@ -119,8 +127,8 @@ class _StateDictUnpickler(pickle.Unpickler):
         except (KeyError, TypeError):
             raise UnpicklingError(
                 f"the checkpoint's pickle asks for the global {module}.{name}, which is not allowed: a state_dict "
-                "needs only collections.OrderedDict, torch._utils._rebuild_tensor_v2/_rebuild_parameter and "
-                "torch's storage types. Nothing from the file was run; if you trust the file, load it with "
+                "needs only collections.OrderedDict, torch._utils._rebuild_tensor_v2/_rebuild_parameter, "
+                "torch's storage types and _codecs.encode (for bytes). Nothing from the file was run; if you trust the file, load it with "
                 "torch.load and save its state_dict() again") from None
 
     def persistent_load(self, pid: Any) -> _StorageRef:

@@ -1,0 +1,46 @@
+"""Checkpoints in modulecraft's first format (``.npz`` + JSON) keep loading: no learner's saved work is lost.
+
+``fixtures/before_safetensors.npz`` was written by ``modulecraft.save`` before safetensors became the default
+(``modulecraft.manual_seed(0)``; ``Sequential(Linear(3, 2), BatchNorm1d(2), LazyLinear(4))`` with
+``running_mean`` set to ``[0.5, -1.5]``; its state_dict plus ``step = 7``).
+"""
+
+from pathlib import Path
+
+import numpy as np
+
+import modulecraft
+from modulecraft import nn
+
+FIXTURE = Path(__file__).parent / "fixtures" / "before_safetensors.npz"
+
+
+def test_a_checkpoint_written_before_safetensors_still_loads_whatever_its_name(tmp_path):
+    misnamed = tmp_path / "old.safetensors"
+    misnamed.write_bytes(FIXTURE.read_bytes())
+    for path in (FIXTURE, misnamed):
+        state = modulecraft.load(path)
+        assert list(state) == ["0.weight", "0.bias", "1.weight", "1.bias", "1.running_mean", "1.running_var",
+                               "1.num_batches_tracked", "2.weight", "2.bias", "step"]
+        assert dict(state._metadata) == {"": {"version": 1}, "0": {"version": 1}, "1": {"version": 2},
+                                         "2": {"version": 1}}
+        assert state["0.weight"].dtype == np.float32 and state["0.weight"].shape == (2, 3)
+        np.testing.assert_allclose(state["0.bias"], [0.12313239, 0.2649998], rtol=1e-6)
+        assert state["1.running_mean"].tolist() == [0.5, -1.5] and state["step"] == 7
+        assert type(state["2.weight"]) is nn.UninitializedParameter
+
+
+def test_it_loads_into_the_model_it_came_from():
+    state = modulecraft.load(FIXTURE)
+    del state["step"]
+    model = nn.Sequential(nn.Linear(3, 2), nn.BatchNorm1d(2), nn.LazyLinear(4))
+    assert str(model.load_state_dict(state)) == "<All keys matched successfully>"
+    assert model[1].running_mean.tolist() == [0.5, -1.5] and model[2].has_uninitialized_params()
+
+
+def test_the_npz_writer_is_still_there_on_request(tmp_path):
+    path = tmp_path / "checkpoint.bin"
+    modulecraft.save(modulecraft.load(FIXTURE), path, format="npz")
+    with np.load(path, allow_pickle=False) as archive:
+        assert "__modulecraft__" in archive.files
+    assert list(modulecraft.load(path)) == list(modulecraft.load(FIXTURE))
