@@ -130,7 +130,8 @@ class Function(metaclass=_FunctionMeta):
         wrapped = []
         for output_nr, out in enumerate(outputs):
             if not isinstance(out, np.ndarray) or id(out) in non_differentiable:
-                wrapped.append(out)
+                # A tensor comes back as a new object that shares memory, as torch returns it (never the input).
+                wrapped.append(out.detach() if isinstance(out, Tensor) else out)
                 continue
             raw = out.view(np.ndarray)
             recorded = result(raw, ctx, output_nr=output_nr)

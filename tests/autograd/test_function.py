@@ -1,0 +1,137 @@
+"""Custom Functions against torch.autograd.Function: nodes, saved tensors, several outputs, hooks, errors."""
+
+import numpy as np
+import pytest
+import torch
+
+import modulecraft
+from modulecraft import autograd
+
+
+def _scale_function(base):
+    class Scale(base):
+        """Two outputs: x * k and x + 1; backward sees zeros for the output that got no gradient."""
+
+        @staticmethod
+        def forward(ctx, x, k):
+            ctx.save_for_backward(x)
+            ctx.k = k
+            return x * k, x + 1
+
+        @staticmethod
+        def backward(ctx, grad_scaled, grad_shifted):
+            ctx.seen = (np.asarray(grad_scaled).tolist(), np.asarray(grad_shifted).tolist())
+            return grad_scaled * ctx.k + grad_shifted, None
+
+    return Scale
+
+
+def test_a_function_with_two_outputs_records_one_node_and_fills_in_zeros():
+    results = []
+    for lib, base in ((modulecraft, autograd.Function), (torch, torch.autograd.Function)):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        scaled, shifted = _scale_function(base).apply(x, 3.0)
+        node = scaled.grad_fn
+        assert node is shifted.grad_fn and node.name() == "ScaleBackward"
+        assert len(node.next_functions) == 1, "non-tensor arguments get no edge"
+        scaled.sum().backward()
+        results.append((np.asarray(x.grad).tolist(), node.seen))
+    assert results[0] == results[1] == ([3.0, 3.0], ([1.0, 1.0], [0.0, 0.0]))
+
+
+def _identity(base):
+    class Identity(base):
+        @staticmethod
+        def forward(ctx, *args):
+            ctx.mark_non_differentiable(*[a for a in args if not a.requires_grad])
+            return args
+
+        @staticmethod
+        def backward(ctx, *grads):
+            return grads
+
+    return Identity
+
+
+def _node_hooks_on_an_identity(lib, base):
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    u = lib.tensor([5.0, 5.0])
+    out, passive = _identity(base).apply(x, u)
+    assert out is not x and passive is not u and not passive.requires_grad and passive.grad_fn is None
+    calls = []
+    out.grad_fn.register_prehook(lambda grad_outputs: calls.append(("pre", _listed(grad_outputs))))
+    out.grad_fn.register_hook(lambda grad_inputs, grad_outputs: calls.append(
+        ("post", _listed(grad_inputs), _listed(grad_outputs))))
+    (out * 2).sum().backward()
+    return calls, np.asarray(x.grad).tolist(), len(out.grad_fn.next_functions)
+
+
+def _listed(grads):
+    return [None if g is None else np.asarray(g).tolist() for g in grads]
+
+
+def test_node_hooks_on_an_identity_function_see_what_torchs_see():
+    """What MODULE-BACKWARD's BackwardHookFunction relies on: pre-hooks get the raw gradients (None for an
+    output without one), hooks get backward's results (materialized zeros) and the raw gradients."""
+    ours = _node_hooks_on_an_identity(modulecraft, autograd.Function)
+    theirs = _node_hooks_on_an_identity(torch, torch.autograd.Function)
+    assert ours == theirs
+
+
+def _saving(base):
+    class Square(base):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return 2 * x * grad
+
+    return Square
+
+
+def test_saved_tensors_are_checked_for_in_place_changes_and_freed():
+    for lib, base, no_grad in ((modulecraft, autograd.Function, modulecraft.no_grad),
+                               (torch, torch.autograd.Function, torch.no_grad)):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        hidden = x * 1
+        out = _saving(base).apply(hidden)
+        with no_grad():
+            hidden += 1
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            out.sum().backward()
+        out = _saving(base).apply(x)
+        loss = out.sum()
+        loss.backward()
+        with pytest.raises(RuntimeError, match="Trying to backward through the graph a second time"):
+            loss.backward()
+        assert np.asarray(x.grad).tolist() == [2.0, 4.0]
+
+
+def test_a_wrong_number_of_gradients_raises_torchs_error():
+    messages = []
+    for lib, base in ((modulecraft, autograd.Function), (torch, torch.autograd.Function)):
+        class Bad(base):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, grad):
+                return grad, grad
+
+        with pytest.raises(RuntimeError) as raised:
+            Bad.apply(lib.tensor([1.0], requires_grad=True)).sum().backward()
+        messages.append(str(raised.value))
+    assert messages[0] == messages[1] == "function BadBackward returned an incorrect number of gradients " \
+                                         "(expected 1, got 2)"
+
+
+def test_without_grad_apply_records_nothing():
+    x = modulecraft.tensor([1.0], requires_grad=True)
+    with modulecraft.no_grad():
+        out = _saving(autograd.Function).apply(x)
+    assert getattr(out, "grad_fn", None) is None
