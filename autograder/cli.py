@@ -42,8 +42,13 @@ def main(argv=None) -> int:
     p.add_argument("--student", action="append")
     p.add_argument("--chapter", action="append")
 
-    p = command("export", "write a CSV with one row per student per chapter")
+    p = command("export", "write the grades as a CSV: one row per student per chapter (plain), or for Canvas")
     p.add_argument("--output", type=Path, default=Path("grades.csv"))
+    p.add_argument("--format", choices=["plain", "canvas"], default="plain",
+                   help="canvas: the gradebook import of Canvas (one row per student, a column per chapter)")
+    p.add_argument("--roster", type=Path, help="canvas: Canvas's gradebook export, to map student ids to Canvas")
+    p.add_argument("--roster-key", default="SIS Login ID",
+                   help="canvas: the roster column that holds our student ids (default: SIS Login ID)")
 
     command("status", "what was graded, and what needs a manual look and why")
 
@@ -98,9 +103,15 @@ def cmd_feedback(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from .reports import export_csv
-    rows = export_csv(_course(args), args.output)
-    print(f"wrote {rows} row(s) to {args.output}")
+    from .reports import export_canvas, export_csv
+    if args.format == "canvas":
+        rows = export_canvas(_course(args), args.output, args.roster, args.roster_key)
+        print(f"wrote {rows} student(s) to {args.output} (Canvas: Grades > Import)")
+    elif args.roster:
+        raise ValueError("--roster is for --format canvas")
+    else:
+        rows = export_csv(_course(args), args.output)
+        print(f"wrote {rows} row(s) to {args.output}")
     return 0
 
 
