@@ -1,0 +1,180 @@
+"""Training with modulecraft and with torch, side by side: step times, backward-hook overhead, backward memory.
+
+Run: ``.venv/bin/python benchmarks/bench_training.py [--quick]``. Both libraries run single-threaded (the BLAS
+thread variables are set before numpy loads; ``torch.set_num_threads(1)``), take turns within each repeat, and
+each time is the best of the repeats. Printed: the time per operation for each library and the ratio
+modulecraft / torch, with the targets of issue 13 (a training step of a 784-256-10 MLP at batch 128 ≤ 1.5×; of a
+50-layer width-16 MLP at batch 8, where Python overhead dominates, ≤ 1.0×; the extra cost of a full backward hook
+≤ 1.0×). Then the memory a backward pass allocates above what was live before it (its peak): for modulecraft
+``tracemalloc``'s peak (numpy reports its array buffers to it), for torch the running total of the allocations
+and frees ``torch.profiler`` records on the CPU during ``backward()``.
+"""
+
+from __future__ import annotations
+
+import os
+
+if __name__ == "__main__":  # before numpy (and its BLAS) is first imported; not when a test imports this file
+    for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[_variable] = "1"
+
+import argparse  # noqa: E402
+import sys  # noqa: E402
+import timeit  # noqa: E402
+import tracemalloc  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+
+class Library:
+    """One library's spelling of what a training step needs."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        if name == "torch":
+            import torch
+
+            self.nn, self.optim, self.cross_entropy = torch.nn, torch.optim, torch.nn.functional.cross_entropy
+            self.tensor = torch.tensor
+        else:
+            import modulecraft.optim
+            from modulecraft import nn
+
+            self.nn, self.optim, self.cross_entropy = nn, modulecraft.optim, nn.functional.cross_entropy
+            self.tensor = modulecraft.tensor
+
+    def mlp(self, sizes: list[int]):
+        layers = []
+        for fan_in, fan_out in zip(sizes, sizes[1:]):
+            layers += [self.nn.Linear(fan_in, fan_out), self.nn.ReLU()]
+        return self.nn.Sequential(*layers[:-1])
+
+    def training_step(self, sizes: list[int], batch: int) -> Callable[[], None]:
+        """One step (forward, loss, zero_grad, backward, SGD step) on a fixed random batch."""
+        rng = np.random.default_rng(0)
+        model = self.mlp(sizes)
+        optimizer = self.optim.SGD(model.parameters(), lr=0.01)
+        images = self.tensor(rng.standard_normal((batch, sizes[0])).astype(np.float32))
+        labels = self.tensor(rng.integers(0, sizes[-1], batch))
+
+        def step() -> None:
+            loss = self.cross_entropy(model(images), labels)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+        return step
+
+    def hooked_call(self, hooked: bool) -> Callable[[], None]:
+        """Call a small Linear (with or without a full backward hook) and backpropagate through it.
+
+        The input requires grad, so the hook receives a real ``grad_input`` (and torch does not warn).
+        """
+        layer = self.nn.Linear(4, 4)
+        if hooked:
+            layer.register_full_backward_hook(lambda module, grad_input, grad_output: None)
+        x = self.tensor(np.ones((2, 4), dtype=np.float32), requires_grad=True)
+
+        def call() -> None:
+            layer(x).sum().backward()
+
+        return call
+
+    def backward_peak_bytes(self, sizes: list[int], batch: int) -> int:
+        rng = np.random.default_rng(0)
+        model = self.mlp(sizes)
+        images = self.tensor(rng.standard_normal((batch, sizes[0])).astype(np.float32))
+        labels = self.tensor(rng.integers(0, sizes[-1], batch))
+        loss = self.cross_entropy(model(images), labels)
+        if self.name == "torch":
+            return _torch_peak(loss.backward)
+        tracemalloc.start()
+        tracemalloc.reset_peak()
+        start = tracemalloc.get_traced_memory()[0]
+        loss.backward()
+        peak = tracemalloc.get_traced_memory()[1] - start
+        tracemalloc.stop()
+        return peak
+
+
+def _torch_peak(run: Callable[[], None]) -> int:
+    """The highest running total of the CPU allocations minus frees that torch's profiler records during ``run``.
+
+    Every allocation and free is a ``[memory]`` record of the profiler's raw (Kineto) results, with its time and
+    signed size; the grouped ``events()`` attach most of them to the operations and lose their order.
+    """
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as profiler:
+        run()
+    changes = sorted((record.start_ns(), record.nbytes()) for record in profiler.profiler.kineto_results.events()
+                     if record.name() == "[memory]")
+    total = peak = 0
+    for _, change in changes:
+        total += change
+        peak = max(peak, total)
+    return peak
+
+
+DEEP = [16] * 51  # 50 Linear layers of width 16
+
+TIMED = {  # name -> (what to build from a Library, operations per timing, target ratio)
+    "training step, 784-256-10 MLP, batch 128": (lambda lib: lib.training_step([784, 256, 10], 128), 20, 1.5),
+    "training step, 50-layer width-16 MLP, batch 8": (lambda lib: lib.training_step(DEEP, 8), 20, 1.0),
+    "Linear(4, 4) call + backward": (lambda lib: lib.hooked_call(False), 500, None),
+    "the same with a full backward hook": (lambda lib: lib.hooked_call(True), 500, None),
+}
+
+
+def _format_seconds(seconds: float) -> str:
+    for unit, scale in (("s", 1), ("ms", 1e-3), ("µs", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:8.2f} {unit}"
+    return f"{seconds / 1e-9:8.1f} ns"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repeats (a smoke run, noisier numbers)")
+    args = parser.parse_args(argv)
+    repeat = 2 if args.quick else 7
+
+    import torch
+
+    torch.set_num_threads(1)
+    libraries = [Library("torch"), Library("modulecraft")]
+    prepared = {name: {lib.name: build(lib) for lib in libraries} for name, (build, _, _) in TIMED.items()}
+    times: dict[str, dict[str, float]] = {name: {lib.name: float("inf") for lib in libraries} for name in TIMED}
+    for name, (_, number, _) in TIMED.items():
+        for _ in range(repeat):  # the libraries take turns, so a burst of load hits both alike
+            for lib in libraries:
+                seconds = timeit.timeit(prepared[name][lib.name], number=number) / number
+                times[name][lib.name] = min(times[name][lib.name], seconds)
+    plain, hooked = times["Linear(4, 4) call + backward"], times["the same with a full backward hook"]
+    times["hook overhead (difference of the two above)"] = {lib.name: hooked[lib.name] - plain[lib.name]
+                                                            for lib in libraries}
+    targets = {name: target for name, (_, _, target) in TIMED.items()}
+    targets["hook overhead (difference of the two above)"] = 1.0
+
+    width = max(map(len, times))
+    print(f"{'operation':<{width}}  {'torch':>11}  {'modulecraft':>11}  {'ratio':>6}  target")
+    for name, pair in times.items():
+        ratio = pair["modulecraft"] / pair["torch"] if pair["torch"] > 0 else float("nan")
+        target = targets.get(name)
+        verdict = "" if target is None else f"≤ {target:.1f}  {'met' if ratio <= target else 'MISSED'}"
+        print(f"{name:<{width}}  {_format_seconds(pair['torch'])}  {_format_seconds(pair['modulecraft'])}"
+              f"  {ratio:6.2f}  {verdict}")
+
+    print("\nmemory allocated by one backward pass above what was live before it (peak), 784-256-10 MLP, batch 128:")
+    peaks = {lib.name: lib.backward_peak_bytes([784, 256, 10], 128) for lib in libraries}
+    for name, peak in peaks.items():
+        print(f"  {name:<11} {peak / 2**20:8.2f} MiB")
+    print(f"  ratio {peaks['modulecraft'] / peaks['torch']:.2f}")
+    print(f"\nratio = modulecraft / torch, best of {repeat} repeats, one thread each; numpy {np.__version__}, "
+          f"Python {sys.version.split()[0]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
