@@ -1,4 +1,4 @@
-"""Typical mistakes in chapter 9 (the capstone); format in README.md."""
+"""Typical mistakes in chapter 12 (the capstone); format in README.md."""
 
 WRONG_IMPLEMENTATIONS = [
     dict(
