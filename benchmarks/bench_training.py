@@ -23,8 +23,12 @@ import sys  # noqa: E402
 import timeit  # noqa: E402
 import tracemalloc  # noqa: E402
 from collections.abc import Callable  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling benchmark, also when a test loads this file
+from bench_reference import _format_seconds  # noqa: E402
 
 
 class Library:
@@ -125,13 +129,6 @@ TIMED = {  # name -> (what to build from a Library, operations per timing, targe
     "Linear(4, 4) call + backward": (lambda lib: lib.hooked_call(False), 500, None),
     "the same with a full backward hook": (lambda lib: lib.hooked_call(True), 500, None),
 }
-
-
-def _format_seconds(seconds: float) -> str:
-    for unit, scale in (("s", 1), ("ms", 1e-3), ("µs", 1e-6)):
-        if seconds >= scale:
-            return f"{seconds / scale:8.2f} {unit}"
-    return f"{seconds / 1e-9:8.1f} ns"
 
 
 def main(argv: list[str] | None = None) -> int:
