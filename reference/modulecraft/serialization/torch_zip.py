@@ -159,19 +159,18 @@ def _check_opcodes(data: bytes) -> None:
 class _Archive:
     """The torch zip archive: its member names, one folder, and members read only after their sizes check out."""
 
-    def __init__(self, file: IO[bytes], source: str):
-        self.source = source
+    def __init__(self, file: IO[bytes]):
         file.seek(0, io.SEEK_END)
         self.file_size = file.tell()
         file.seek(0)
         self.zip = zipfile.ZipFile(file)
         names = self.zip.namelist()
         if len(set(names)) != len(names):
-            raise CheckpointError(f"{source} lists a member twice; it is not an archive torch.save wrote")
+            raise CheckpointError("the archive lists a member twice; torch.save never does")
         pickles = [name for name in names if name.rsplit("/", 1)[-1] == _PICKLE]
         if len(pickles) != 1 or pickles[0].count("/") != 1:
-            raise CheckpointError(f"{source} is a zip archive but not a torch checkpoint: expected one "
-                                  f"'<folder>/{_PICKLE}', found {pickles}")
+            raise CheckpointError(f"a zip archive but not a torch checkpoint: expected one '<folder>/{_PICKLE}', "
+                                  f"found {pickles}")
         self.folder = pickles[0][:-len(_PICKLE)]
 
     def has(self, name: str) -> bool:
@@ -183,16 +182,14 @@ class _Archive:
         try:
             info = self.zip.getinfo(member)
         except KeyError:
-            raise CheckpointError(f"{self.source} has no member {member!r}: the archive is incomplete") from None
+            raise CheckpointError(f"no member {member!r}: the archive is incomplete") from None
         if info.compress_type != zipfile.ZIP_STORED or info.compress_size != info.file_size:
-            raise CheckpointError(f"{self.source}: member {member!r} is compressed; torch.save stores members "
-                                  "uncompressed")
+            raise CheckpointError(f"member {member!r} is compressed; torch.save stores members uncompressed")
         if info.file_size > self.file_size or (limit is not None and info.file_size > limit):
-            raise CheckpointError(f"{self.source}: member {member!r} declares {info.file_size} bytes, more than "
-                                  "the file holds")
+            raise CheckpointError(f"member {member!r} declares {info.file_size} bytes, more than the file holds")
         if expected_size is not None and info.file_size != expected_size:
-            raise CheckpointError(f"{self.source}: storage member {member!r} has {info.file_size} bytes but the "
-                                  f"pickle declares {expected_size}")
+            raise CheckpointError(f"storage member {member!r} has {info.file_size} bytes but the pickle "
+                                  f"declares {expected_size}")
         return self.zip.read(info)  # checks the CRC: a flipped or missing byte is a BadZipFile
 
 
@@ -222,7 +219,7 @@ def _materialise(obj: Any, storages: dict[str, np.ndarray], made: dict[int, Any]
         if result is None:
             raise CheckpointError(f"unexpected mapping type {type(obj).__name__}")
         made[id(obj)] = result
-        for key, value in obj.items():
+        for key, value in type(obj).items(obj):  # the class's method: the pickle may have shadowed obj.items
             result[_materialise(key, storages, made)] = _materialise(value, storages, made)
         metadata = getattr(obj, "_metadata", None)
         if metadata is not None:
@@ -262,10 +259,10 @@ def load(file: IO[bytes], source: str) -> Any:
     ``file`` is a seekable binary file object; ``source`` names it in error messages.
     """
     try:
-        archive = _Archive(file, source)
+        archive = _Archive(file)
         byteorder = archive.read("byteorder", limit=16).decode("ascii") if archive.has("byteorder") else "little"
         if byteorder not in ("little", "big"):
-            raise CheckpointError(f"{source} declares an unknown byte order {byteorder!r}")
+            raise CheckpointError(f"unknown byte order {byteorder!r} (torch writes 'little' or 'big')")
         data = archive.read(_PICKLE, limit=_PICKLE_LIMIT)
         _check_opcodes(data)
         unpickler = _StateDictUnpickler(data)
@@ -281,10 +278,8 @@ def load(file: IO[bytes], source: str) -> Any:
             raw = archive.read(f"data/{key}", expected_size=ref.numel * itemsize)
             storages[key] = _storage_array(raw, ref.dtype, byteorder)
         return _materialise(obj, storages, {})
-    except CheckpointError as error:
-        if source in str(error):
-            raise
+    except CheckpointError as error:  # raised without the file's name, which is added here
         raise type(error)(f"{source}: {error}") from None
     except (zipfile.BadZipFile, OSError, EOFError, ValueError, TypeError, RecursionError, NotImplementedError,
             RuntimeError) as error:  # what zipfile raises for a damaged archive, and unhashable or cyclic values
-        raise CheckpointError(f"{source} is a damaged torch checkpoint ({type(error).__name__}: {error})") from None
+        raise CheckpointError(f"{source}: a damaged torch checkpoint ({type(error).__name__}: {error})") from None

@@ -1,0 +1,103 @@
+"""Fuzzing: whatever bytes of a real checkpoint are flipped or cut, ``modulecraft.load`` gives the right state_dict
+or our ``CheckpointError``, never another exception, a crash or a half-read dict."""
+
+import io
+from collections import OrderedDict
+
+import numpy as np
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import modulecraft
+from modulecraft.serialization import CheckpointError
+
+from .archives import folder_of, members, replaced, torch_saved
+
+FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def source_state():
+    model = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.BatchNorm1d(2))
+    state = model.state_dict()
+    state["transposed"] = state["0.weight"].t()
+    state["mask"] = torch.tensor([True, False])
+    state["half"] = torch.tensor([0.5, 1.5], dtype=torch.float16)
+    return state
+
+
+TORCH_FILE = torch_saved(source_state())
+EXPECTED = modulecraft.load(io.BytesIO(TORCH_FILE))
+PICKLE = members(TORCH_FILE)[folder_of(members(TORCH_FILE)) + "data.pkl"]
+
+
+def describe(state):
+    """Everything a correct load must reproduce: keys in order, dtypes, shapes, values, metadata."""
+    return ([(key, value.dtype.str, value.shape, value.tolist()) for key, value in state.items()],
+            dict(getattr(state, "_metadata", {})))
+
+
+def damaged(data: bytes, flips, cut):
+    buffer = bytearray(data)
+    for position, mask in flips:
+        buffer[position % len(buffer)] ^= mask
+    return bytes(buffer[:cut]) if cut is not None else bytes(buffer)
+
+
+def plain_values(obj):
+    """Only what a state_dict may hold: containers, plain values and numeric arrays."""
+    if isinstance(obj, dict):
+        return type(obj) in (dict, OrderedDict) and all(map(plain_values, obj)) and all(map(plain_values, obj.values()))
+    if isinstance(obj, (list, tuple)):
+        return type(obj) in (list, tuple) and all(map(plain_values, obj))
+    if isinstance(obj, np.ndarray):
+        return type(obj) is np.ndarray and not obj.dtype.hasobject
+    return obj is None or type(obj) in (bool, int, float, complex, str, bytes)
+
+
+flips = st.lists(st.tuples(st.integers(0, 2**16), st.integers(1, 255)), max_size=4)
+cuts = st.none() | st.integers(0, len(TORCH_FILE))
+
+
+@FUZZ
+@given(flips, cuts)
+def test_a_damaged_torch_file_loads_correctly_or_fails_clearly(changes, cut):
+    """The zip's CRCs cover every member, so damage anywhere either changes nothing that matters or is caught."""
+    try:
+        loaded = modulecraft.load(io.BytesIO(damaged(TORCH_FILE, changes, cut)))
+    except CheckpointError:
+        return
+    assert describe(loaded) == describe(EXPECTED)
+
+
+@FUZZ
+@given(flips, st.none() | st.integers(0, len(PICKLE)))
+def test_a_damaged_pickle_with_valid_crcs_loads_only_plain_values_or_fails_clearly(changes, cut):
+    """Past the CRCs, a flipped byte may make another valid pickle (a renamed key, another number): that loads,
+    but only as containers, plain values and arrays; anything else is our error."""
+    data = replaced(TORCH_FILE, {"data.pkl": damaged(PICKLE, changes, cut)})
+    try:
+        loaded = modulecraft.load(io.BytesIO(data))
+    except CheckpointError:
+        return
+    assert plain_values(loaded)
+
+
+def our_safetensors_file():
+    buffer = io.BytesIO()
+    modulecraft.save(EXPECTED, buffer)
+    return buffer.getvalue()
+
+
+SAFETENSORS_FILE = our_safetensors_file()
+
+
+@FUZZ
+@given(flips, st.none() | st.integers(0, len(SAFETENSORS_FILE)))
+def test_a_damaged_safetensors_file_loads_plain_values_or_fails_clearly(changes, cut):
+    """safetensors has no checksum: flipped data bytes are other values, anything structural is our error."""
+    try:
+        loaded = modulecraft.load(io.BytesIO(damaged(SAFETENSORS_FILE, changes, cut)))
+    except CheckpointError:
+        return
+    assert plain_values(loaded)
