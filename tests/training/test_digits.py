@@ -120,3 +120,25 @@ def test_resuming_without_the_optimizer_state_does_not_continue_the_same(digits)
     model.load_state_dict(weights)
     restarted = train_ours(model, modulecraft.optim.SGD(model.parameters(), lr=0.1, momentum=0.9), data[20:])
     assert not np.allclose(restarted, uninterrupted)
+
+
+@pytest.mark.parametrize("case", ["SGD with momentum", "Adam"])
+def test_a_torch_training_checkpoint_on_disk_resumes_in_modulecraft_as_in_torch(case, digits, tmp_path):
+    """torch.save({"model": ..., "optimizer": ...}) read by modulecraft.load continues torch's run."""
+    name, options = OPTIMIZERS[case]
+    theirs = torch_model()
+    optimizer = getattr(torch.optim, name)(theirs.parameters(), **options)
+    data = list(batches(digits, 40))
+    train_torch(theirs, optimizer, data[:20])
+    torch.save({"model": theirs.state_dict(), "optimizer": optimizer.state_dict(), "step": 20}, tmp_path / "run.pt")
+    continued = train_torch(theirs, optimizer, data[20:])
+
+    checkpoint = modulecraft.load(tmp_path / "run.pt")
+    ours = nn.Sequential(nn.Linear(64, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, 10))
+    our_optimizer = getattr(modulecraft.optim, name)(ours.parameters(), **options)
+    ours.load_state_dict(checkpoint["model"])
+    our_optimizer.load_state_dict(checkpoint["optimizer"])
+    assert checkpoint["step"] == 20
+    resumed = train_ours(ours, our_optimizer, data[20:])
+    steps = np.arange(21, 41)
+    np.testing.assert_array_less(np.abs(resumed - continued), 2e-6 * steps * np.abs(continued))
