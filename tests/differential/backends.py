@@ -57,6 +57,13 @@ class Backend:
         """Distinct, reproducible values 0, 1, 2, ... in `shape` (float32): makes value comparisons meaningful."""
         return self.tensor(np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape))
 
+    def leaf(self, data):
+        """A float32 leaf tensor holding `data` that requires grad: what backward scenarios differentiate."""
+        raise NotImplementedError
+
+    def no_grad(self):
+        raise NotImplementedError
+
     def to_numpy(self, x) -> np.ndarray:
         raise NotImplementedError
 
@@ -94,6 +101,12 @@ class TorchBackend(Backend):
     def tensor(self, data, dtype=None):
         return self.torch.tensor(np.asarray(data, dtype=np.float32), dtype=dtype)
 
+    def leaf(self, data):
+        return self.torch.tensor(np.asarray(data, dtype=np.float32), requires_grad=True)
+
+    def no_grad(self):
+        return self.torch.no_grad()
+
     def to_numpy(self, x):
         return x.detach().cpu().numpy()
 
@@ -128,6 +141,12 @@ class ModulecraftBackend(Backend):
 
     def tensor(self, data, dtype=None):
         return np.array(data, dtype=np.float32 if dtype is None else dtype)
+
+    def leaf(self, data):
+        return self.modulecraft.tensor(np.asarray(data, dtype=np.float32), requires_grad=True)
+
+    def no_grad(self):
+        return self.modulecraft.no_grad()
 
     def to_numpy(self, x):
         return np.asarray(x)

@@ -171,7 +171,6 @@ class BackwardHook:
                                                        and all(el is None for el in result)):
                             raise RuntimeError("Backward hook for Modules where no input requires gradient "
                                                "should always return None or None for all gradients.")
-                    self.grad_outputs = None
                 return self._unpack_none(self.output_tensors_index, local_grad_outputs)
 
             grad_fn.register_hook(hook)
