@@ -281,3 +281,38 @@ def test_a_deep_copied_optimizer_continues_like_the_original():
         clone.step()
     for clone_param, pair in zip(cloned_params, pairs):
         np.testing.assert_array_equal(clone_param, pair.ours)
+
+
+def events_of_state_dict_hooks(optim, params):
+    """The state_dict and load_state_dict hooks: order (with prepend), arguments, replaced dicts."""
+    events = []
+    optimizer = optim.SGD(params, lr=0.1, momentum=0.9)
+    optimizer.register_state_dict_pre_hook(lambda opt: events.append(("pre", opt is optimizer)))
+    optimizer.register_state_dict_pre_hook(lambda opt: events.append(("pre first",)), prepend=True)
+
+    def add_note(opt, state_dict):
+        events.append(("post", sorted(state_dict)))
+        return {**state_dict, "note": "added"}
+
+    optimizer.register_state_dict_post_hook(add_note)
+    saved = optimizer.state_dict()
+    events.append(("saved", sorted(saved)))
+
+    def change_lr(opt, state_dict):
+        events.append(("load pre", sorted(state_dict), state_dict is saved))
+        state_dict["param_groups"] = [{**group, "lr": 0.5} for group in state_dict["param_groups"]]
+
+    optimizer.register_load_state_dict_pre_hook(change_lr)
+    handle = optimizer.register_load_state_dict_post_hook(
+        lambda opt: events.append(("load post", opt.param_groups[0]["lr"])))
+    optimizer.load_state_dict(saved)
+    events.append(("caller's dict kept", saved["param_groups"][0]["lr"]))
+    handle.remove()
+    optimizer.load_state_dict(saved)
+    return events
+
+
+def test_state_dict_hooks_as_in_torch():
+    events = {side: events_of_state_dict_hooks(optim, parameters(side)) for side, optim in LIBRARIES.items()}
+    assert events["ours"] == events["torch"]
+    assert ("load post", 0.5) in events["ours"] and ("caller's dict kept", 0.1) in events["ours"]

@@ -75,18 +75,28 @@ def _check_kernel_flags(foreach: bool | None, fused: bool | None) -> None:
         raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
 
 
+_HOOK_TABLES = ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks", "_optimizer_state_dict_pre_hooks",
+                "_optimizer_state_dict_post_hooks", "_optimizer_load_state_dict_pre_hooks",
+                "_optimizer_load_state_dict_post_hooks")
+
+
+def _register(table: OrderedDict[int, Callable], hook: Callable, prepend: bool = False) -> RemovableHandle:
+    """Store ``hook`` in ``table`` under a new handle's id, last in firing order or first if ``prepend``."""
+    handle = RemovableHandle(table)
+    table[handle.id] = hook
+    if prepend:
+        table.move_to_end(handle.id, last=False)
+    return handle
+
+
 def register_optimizer_step_pre_hook(hook: Callable) -> RemovableHandle:
     """Register ``hook(optimizer, args, kwargs) -> None or (args, kwargs)`` before every optimizer's step."""
-    handle = RemovableHandle(_global_optimizer_pre_hooks)
-    _global_optimizer_pre_hooks[handle.id] = hook
-    return handle
+    return _register(_global_optimizer_pre_hooks, hook)
 
 
 def register_optimizer_step_post_hook(hook: Callable) -> RemovableHandle:
     """Register ``hook(optimizer, args, kwargs) -> None`` after every optimizer's step."""
-    handle = RemovableHandle(_global_optimizer_post_hooks)
-    _global_optimizer_post_hooks[handle.id] = hook
-    return handle
+    return _register(_global_optimizer_post_hooks, hook)
 
 
 def _with_step_hooks(step: Callable) -> Callable:
@@ -130,8 +140,8 @@ class Optimizer:
                 "differentiable=True is not supported: modulecraft's autograd has no higher-order gradients, "
                 "so the step cannot be differentiated; leave differentiable=False")
         self.defaults = defaults
-        self._optimizer_step_pre_hooks: OrderedDict[int, Callable] = OrderedDict()
-        self._optimizer_step_post_hooks: OrderedDict[int, Callable] = OrderedDict()
+        for table in _HOOK_TABLES:
+            setattr(self, table, OrderedDict())
         if isinstance(params, np.ndarray):
             raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
                             "but got " + _typename(params))
@@ -151,8 +161,8 @@ class Optimizer:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self.__dict__.setdefault("_optimizer_step_pre_hooks", OrderedDict())
-        self.__dict__.setdefault("_optimizer_step_post_hooks", OrderedDict())
+        for table in _HOOK_TABLES:  # unpickled optimizers, and ones from before a kind of hook existed
+            self.__dict__.setdefault(table, OrderedDict())
         self.defaults.setdefault("differentiable", False)
 
     def __repr__(self) -> str:
@@ -164,15 +174,30 @@ class Optimizer:
 
     def register_step_pre_hook(self, hook: Callable) -> RemovableHandle:
         """Register ``hook(optimizer, args, kwargs) -> None or (args, kwargs)`` to run before ``step``."""
-        handle = RemovableHandle(self._optimizer_step_pre_hooks)
-        self._optimizer_step_pre_hooks[handle.id] = hook
-        return handle
+        return _register(self._optimizer_step_pre_hooks, hook)
 
     def register_step_post_hook(self, hook: Callable) -> RemovableHandle:
         """Register ``hook(optimizer, args, kwargs) -> None`` to run after ``step``."""
-        handle = RemovableHandle(self._optimizer_step_post_hooks)
-        self._optimizer_step_post_hooks[handle.id] = hook
-        return handle
+        return _register(self._optimizer_step_post_hooks, hook)
+
+    def register_state_dict_pre_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """Register ``hook(optimizer) -> None`` to run when ``state_dict()`` starts (first if ``prepend``)."""
+        return _register(self._optimizer_state_dict_pre_hooks, hook, prepend)
+
+    def register_state_dict_post_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """Register ``hook(optimizer, state_dict) -> None or state_dict`` on what ``state_dict()`` returns."""
+        return _register(self._optimizer_state_dict_post_hooks, hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """Register ``hook(optimizer, state_dict) -> None or state_dict`` on what ``load_state_dict`` loads.
+
+        The hook gets a shallow copy of the argument, and may edit it or return another one to load.
+        """
+        return _register(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """Register ``hook(optimizer) -> None`` to run once ``load_state_dict`` has loaded."""
+        return _register(self._optimizer_load_state_dict_post_hooks, hook, prepend)
 
     def state_dict(self) -> dict[str, Any]:
         """``{"state": {index: {...}}, "param_groups": [{..., "params": [indices]}]}``, torch's format.
@@ -180,6 +205,8 @@ class Optimizer:
         Parameters are numbered in order across the groups; the per-parameter state dicts and arrays are
         the optimizer's own (not copies), as in torch: deep-copy the result to keep a snapshot.
         """
+        for pre_hook in self._optimizer_state_dict_pre_hooks.values():
+            pre_hook(self)
         index_of: dict[int, int] = {}
         start = 0
 
@@ -193,8 +220,14 @@ class Optimizer:
             return packed
 
         param_groups = [pack_group(group) for group in self.param_groups]
-        packed_state = {(index_of[id(key)] if isinstance(key, Tensor) else key): value for key, value in self.state.items()}
-        return {"state": packed_state, "param_groups": param_groups}
+        packed_state = {(index_of[id(key)] if isinstance(key, Tensor) else key): value
+                        for key, value in self.state.items()}
+        state_dict = {"state": packed_state, "param_groups": param_groups}
+        for post_hook in self._optimizer_state_dict_post_hooks.values():
+            replaced = post_hook(self, state_dict)
+            if replaced is not None:
+                state_dict = replaced
+        return state_dict
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Take over the state and group options of ``state_dict`` (from ``state_dict()``, ours or torch's).
@@ -203,6 +236,11 @@ class Optimizer:
         a parameter's state take the parameter's dtype when it is floating point (``step`` excepted), as
         torch casts them; an array that already has that dtype is used as it is, not copied.
         """
+        state_dict = state_dict.copy()  # the pre-hooks may edit it; the caller's dict stays as it was
+        for pre_hook in self._optimizer_load_state_dict_pre_hooks.values():
+            replaced = pre_hook(self, state_dict)
+            if replaced is not None:
+                state_dict = replaced
         groups = self.param_groups
         saved_groups = deepcopy(state_dict["param_groups"])
         if len(groups) != len(saved_groups):
@@ -229,6 +267,8 @@ class Optimizer:
 
         self.__setstate__({"state": state,
                            "param_groups": [update_group(g, ng) for g, ng in zip(groups, saved_groups)]})
+        for post_hook in self._optimizer_load_state_dict_post_hooks.values():
+            post_hook(self)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Forget the gradients: ``grad = None`` (the default), or fill them with zeros in place."""
