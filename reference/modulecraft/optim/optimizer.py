@@ -1,4 +1,4 @@
-"""The base class of every optimizer: parameter groups, per-parameter state, step hooks, state_dicts.
+"""The base class of every optimizer: parameter groups, per-parameter state, hooks, state_dicts.
 
 Mirrors ``torch.optim.Optimizer`` (2.13): the same attributes (``defaults``, ``param_groups``, ``state``),
 checks and messages, and the same ``state_dict`` format, so a torch optimizer's ``state_dict`` with its
@@ -6,10 +6,10 @@ tensors turned into numpy arrays loads into ours and continues identically (and 
 
 What numpy changes: the parameters must be ``modulecraft.Tensor``s (a ``Parameter`` is one); a plain
 ``np.ndarray`` has no ``.grad`` and cannot be a dictionary key (``state`` is keyed by parameter, as
-torch's is), so it is refused with a hint. There is one implementation per
-optimizer: ``foreach``, ``fused`` and ``capturable`` choose between torch's kernels, are kept in the
-param groups for the ``state_dict``'s sake and change nothing here; ``differentiable=True`` (autograd
-through the step itself) is refused, our autograd has no higher-order gradients.
+torch's is), so it is refused with a hint. There is one implementation per optimizer: ``foreach``,
+``fused`` and ``capturable`` choose between torch's kernels, are kept in the param groups for the
+``state_dict``'s sake and change nothing here; ``differentiable=True`` (autograd through the step
+itself) is refused: our autograd has no higher-order gradients.
 """
 
 from __future__ import annotations
