@@ -66,7 +66,7 @@ def test_unpickling_a_module_from_an_older_version_fills_in_missing_state(lib):
     state = model.__getstate__()
     missing = ("_forward_hooks_with_kwargs", "_forward_hooks_always_called", "_forward_pre_hooks_with_kwargs",
                "_state_dict_pre_hooks", "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks",
-               "_non_persistent_buffers_set")
+               "_non_persistent_buffers_set", "_backward_pre_hooks", "_is_full_backward_hook")
     old_state = {key: value for key, value in state.items() if key not in missing}
     revived = type(model).__new__(type(model))
     revived.__setstate__(old_state)

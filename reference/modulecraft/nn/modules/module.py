@@ -1275,8 +1275,7 @@ class Module:
     def __setstate__(self, state):
         self.__dict__.update(state)
         # Objects pickled before a hook table existed get an empty one.
-        for name in ("_backward_pre_hooks", "_backward_hooks", "_forward_pre_hooks",
-                     "_forward_pre_hooks_with_kwargs", "_forward_hooks",
+        for name in ("_backward_pre_hooks", "_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_forward_hooks",
                      "_forward_hooks_with_kwargs", "_forward_hooks_always_called", "_state_dict_hooks",
                      "_state_dict_pre_hooks", "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks"):
             if name not in self.__dict__:
