@@ -5,6 +5,8 @@ import copy
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import modulecraft.optim
 
@@ -141,3 +143,24 @@ def test_adam_state_saved_with_a_number_for_step_gets_a_float32_array():
     theirs.load_state_dict(to_torch(saved))
     ours.load_state_dict(saved)
     assert_same_state_dict(ours.state_dict(), theirs.state_dict())
+
+
+@settings(max_examples=12, deadline=None)
+@given(case=st.sampled_from(CASES + [("SGD", {"lr": 0.1}), ("Adam", {"lr": 0.01, "maximize": True})]),
+       before=st.integers(0, 15), missing=st.floats(0.0, 0.6), seed=st.integers(0, 2**16))
+def test_a_checkpoint_taken_at_any_step_continues_in_the_other_library(case, before, missing, seed):
+    """torch runs without a break; ours starts from torch's state_dict at a random step (some gradients missing)."""
+    name, options = case
+    pairs = twins(SHAPES, seed=seed)
+    theirs, _ = optimizers(name, pairs, groups=GROUPS, **options)
+    rng = np.random.default_rng(seed)
+    for _ in range(before):
+        feed(pairs, rng, missing=missing)
+        theirs.step()
+    for pair in pairs:
+        pair.ours[...] = pair.torch.detach().numpy()
+    ours = getattr(modulecraft.optim, name)(
+        [{"params": [pairs[i].ours for i in indices]} for indices, _ in GROUPS], lr=5.0)
+    ours.load_state_dict(to_numpy(theirs.state_dict()))
+    assert_same_state_dict(ours.state_dict(), theirs.state_dict())
+    continue_both(pairs, theirs, ours, steps=10, seed=seed + 1)
