@@ -187,6 +187,15 @@ def test_several_inputs_and_outputs_with_non_tensors_and_unused_outputs(lib):
 
 
 @differential
+def test_an_input_that_does_not_require_grad_gets_none(lib):
+    module = product(lib)
+    log = logged({module: "module"})
+    b = lib.leaf(INPUT[::-1].copy())
+    (module(lib.tensor(INPUT), b) * 2).sum().backward()
+    return log, b.grad
+
+
+@differential
 def test_tensors_passed_as_keywords_are_not_hooked(lib):
     module = product(lib)
     log = logged({module: "module"}, pre=False)

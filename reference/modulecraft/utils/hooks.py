@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from modulecraft.autograd import grad_mode
+
 
 class RemovableHandle:
     """Remove the hook stored under ``self.id`` from its dictionary (and from the ``extra_dict`` ones).
@@ -60,11 +62,17 @@ class RemovableHandle:
         self.remove()
 
 
-def _backward_hook_function():
-    """``BackwardHookFunction`` (imported late: the autograd package imports this module)."""
-    from modulecraft.nn.modules._functions import BackwardHookFunction
+_identity_function = None
 
-    return BackwardHookFunction
+
+def _backward_hook_function():
+    """``BackwardHookFunction``, imported on first use: the autograd package imports this module."""
+    global _identity_function
+    if _identity_function is None:
+        from modulecraft.nn.modules._functions import BackwardHookFunction
+
+        _identity_function = BackwardHookFunction
+    return _identity_function
 
 
 class BackwardHook:
@@ -124,14 +132,13 @@ class BackwardHook:
         Returns ``args`` with those arrays replaced, and their positions; ``(args, None)`` when none of them
         requires grad or grad mode is off (nothing will flow back through them).
         """
-        from modulecraft.autograd import is_grad_enabled
-
         tensors_idx = [index for index, arg in enumerate(args) if isinstance(arg, np.ndarray)]
         tensors = [args[index] for index in tensors_idx]
-        if not (is_grad_enabled() and any(getattr(t, "requires_grad", False) for t in tensors)):
+        # A plain ndarray is a tensor that does not require grad (and has no grad_fn).
+        if not (grad_mode.state.enabled and any(getattr(t, "requires_grad", False) for t in tensors)):
             return args, None
         new_tensors = _backward_hook_function().apply(*tensors)
-        fn(next(t.grad_fn for t in new_tensors if t.grad_fn is not None))
+        fn(next(node for node in (getattr(t, "grad_fn", None) for t in new_tensors) if node is not None))
         arg_list = list(args)
         for index, value in zip(tensors_idx, new_tensors, strict=True):
             arg_list[index] = value
