@@ -73,7 +73,122 @@ WRONG_IMPLEMENTATIONS = [
         ],
     ),
     dict(
-        grade_id='c05_train',
+        grade_id='c05_children_and_get_submodule',
+        mistake='children-no-dedup',
+        feedback='named_children of Nav(first=shared, gap=None, second=shared, head=Linear)',
+        edits=[
+            ("        if module is not None and module not in memo:\n"
+             "            memo.add(module)\n",
+             "        if module is not None:\n"),
+        ],
+    ),
+    dict(
+        grade_id='c05_children_and_get_submodule',
+        mistake='children-keep-none',
+        feedback='named_children of Nav(first=shared, gap=None, second=shared, head=Linear)',
+        edits=[
+            ("        if module is not None and module not in memo:\n",
+             "        if module not in memo:\n"),
+        ],
+    ),
+    dict(
+        grade_id='c05_children_and_get_submodule',
+        mistake='submodule-through-modules-dict',
+        feedback='a parameter is not a module',
+        edits=[
+            ("        if not hasattr(module, item):\n", "        if item not in module._modules:\n"),
+            ("        module = getattr(module, item)\n", "        module = module._modules[item]\n"),
+        ],
+    ),
+    dict(
+        grade_id='c05_children_and_get_submodule',
+        mistake='submodule-no-module-check',
+        feedback='`scale` is not an nn.Module',
+        edits=[
+            ("        if not isinstance(module, nn.Module):\n"
+             "            raise AttributeError(\"`\" + item + \"` is not an nn.Module\")\n",
+             ""),
+        ],
+    ),
+    dict(
+        grade_id='c05_children_and_get_submodule',
+        mistake='submodule-root-name-in-error',
+        feedback='Nav has no attribute `conv`',
+        edits=[
+            ("raise AttributeError(module._get_name() + \" has no attribute `\" + item + \"`\")",
+             "raise AttributeError(self._get_name() + \" has no attribute `\" + target + \"`\")"),
+        ],
+    ),
+    dict(
+        grade_id='c05_children_and_get_submodule',
+        mistake='submodule-empty-path',
+        feedback="get_submodule('') raised",
+        edits=[
+            ("    if target == \"\":\n"
+             "        return self\n",
+             ""),
+        ],
+    ),
+    dict(
+        grade_id='c05_predict_apply',
+        mistake='predicts-pre-order',
+        feedback='the order in which tree.apply(fn) calls fn',
+        edits=[
+            ('apply_order = ["leaf", "shared", "left", "shared", "right", "root"]',
+             'apply_order = ["root", "left", "leaf", "shared", "right", "shared"]'),
+        ],
+    ),
+    dict(
+        grade_id='c05_predict_apply',
+        mistake='predicts-apply-memo',
+        feedback='the order in which tree.apply(fn) calls fn',
+        edits=[
+            ('apply_order = ["leaf", "shared", "left", "shared", "right", "root"]',
+             'apply_order = ["leaf", "shared", "left", "right", "root"]'),
+        ],
+    ),
+    dict(
+        grade_id='c05_predict_apply',
+        mistake='predicts-modules-with-duplicates',
+        feedback='its memo skips `shared` the second time',
+        edits=[
+            ("named_modules_count = 5", "named_modules_count = 6"),
+        ],
+    ),
+    dict(
+        grade_id='c05_modes_and_apply',
+        mistake='colleagues-version',
+        feedback='after eval(), every module in the tree has training == False',
+        source='''def train(self, mode=True):
+    for module in self.modules():
+        module.training = mode
+    return self
+
+
+def eval(self):
+    self.training = False
+    return self
+
+
+def apply(self, fn):
+    for module in self.modules():
+        fn(module)
+    return self''',
+    ),
+    dict(
+        grade_id='c05_modes_and_apply',
+        mistake='train-skips-overrides',
+        feedback="except the one whose train() refuses",
+        edits=[
+            ("    self.training = mode\n"
+             "    for child in self.children():\n"
+             "        child.train(mode)\n",
+             "    for module in self.modules():\n"
+             "        module.training = mode\n"),
+        ],
+    ),
+    dict(
+        grade_id='c05_modes_and_apply',
         mistake='no-recursion',
         feedback='every module in the tree has training == False',
         edits=[
@@ -83,7 +198,7 @@ WRONG_IMPLEMENTATIONS = [
         ],
     ),
     dict(
-        grade_id='c05_train',
+        grade_id='c05_modes_and_apply',
         mistake='train-no-return',
         feedback='eval() returns the module itself',
         edits=[
@@ -93,7 +208,7 @@ WRONG_IMPLEMENTATIONS = [
         ],
     ),
     dict(
-        grade_id='c05_train',
+        grade_id='c05_modes_and_apply',
         mistake='no-bool-check',
         feedback="train('yes') is refused",
         edits=[
@@ -103,8 +218,29 @@ WRONG_IMPLEMENTATIONS = [
         ],
     ),
     dict(
-        grade_id='c05_apply',
-        mistake='pre-order',
+        grade_id='c05_modes_and_apply',
+        mistake='eval-sets-self-only',
+        feedback='eval() must switch the whole tree',
+        edits=[
+            ("    return self.train(False)\n",
+             "    self.training = False\n"
+             "    return self\n"),
+        ],
+    ),
+    dict(
+        grade_id='c05_modes_and_apply',
+        mistake='eval-bypasses-train',
+        feedback='eval() must go through train(False)',
+        edits=[
+            ("    return self.train(False)\n",
+             "    for module in self.modules():\n"
+             "        module.training = False\n"
+             "    return self\n"),
+        ],
+    ),
+    dict(
+        grade_id='c05_modes_and_apply',
+        mistake='apply-pre-order',
         feedback='apply visits the children before their parent',
         edits=[
             ("def apply(self, fn):\n",
@@ -116,13 +252,123 @@ WRONG_IMPLEMENTATIONS = [
         ],
     ),
     dict(
-        grade_id='c05_apply',
+        grade_id='c05_modes_and_apply',
         mistake='apply-no-return',
         feedback='apply returns the module itself',
         edits=[
             ("    fn(self)\n"
              "    return self",
              "    fn(self)"),
+        ],
+    ),
+    dict(
+        grade_id='c05_modes_and_apply',
+        mistake='apply-through-modules',
+        feedback='a module shared by two parents is visited once under each of them',
+        edits=[
+            ("    for child in self.children():\n"
+             "        child.apply(fn)\n"
+             "    fn(self)\n",
+             "    for module in reversed(list(self.modules())):\n"
+             "        fn(module)\n"),
+        ],
+    ),
+    dict(
+        grade_id='c05_apply_fn',
+        mistake='parents-first',
+        feedback='the order in which _apply calls fn',
+        edits=[
+            ("    if recurse:\n"
+             "        for child in self.children():\n"
+             "            child._apply(fn)\n",
+             ""),
+            ("            self._buffers[key] = fn(buf)\n",
+             "            self._buffers[key] = fn(buf)\n"
+             "    if recurse:\n"
+             "        for child in self.children():\n"
+             "            child._apply(fn)\n"),
+        ],
+    ),
+    dict(
+        grade_id='c05_apply_fn',
+        mistake='apply-fn-no-recursion',
+        feedback='the order in which _apply calls fn',
+        edits=[
+            ("    if recurse:\n"
+             "        for child in self.children():\n"
+             "            child._apply(fn)\n",
+             ""),
+        ],
+    ),
+    dict(
+        grade_id='c05_apply_fn',
+        mistake='recurse-ignored',
+        feedback='recurse=False must convert only',
+        edits=[
+            ("    if recurse:\n"
+             "        for child in self.children():\n",
+             "    for child in self.children():\n"),
+            ("            child._apply(fn)\n",
+             "        child._apply(fn)\n"),
+        ],
+    ),
+    dict(
+        grade_id='c05_apply_fn',
+        mistake='buffers-forgotten',
+        feedback='then own buffers',
+        edits=[
+            ("    for key, buf in self._buffers.items():\n"
+             "        if buf is not None:\n"
+             "            self._buffers[key] = fn(buf)\n",
+             ""),
+        ],
+    ),
+    dict(
+        grade_id='c05_apply_fn',
+        mistake='plain-array-stored',
+        feedback='a frozen weight after double()',
+        edits=[
+            ("        converted = nn.Parameter(applied, param.requires_grad)\n",
+             "        converted = applied\n"),
+        ],
+    ),
+    dict(
+        grade_id='c05_apply_fn',
+        mistake='requires-grad-lost',
+        feedback='a frozen weight after double()',
+        edits=[
+            ("        converted = nn.Parameter(applied, param.requires_grad)\n",
+             "        converted = nn.Parameter(applied)\n"),
+        ],
+    ),
+    dict(
+        grade_id='c05_apply_fn',
+        mistake='always-new-parameter',
+        feedback='the module must keep that very object',
+        edits=[
+            ("        if applied is param:\n"
+             "            continue\n",
+             ""),
+        ],
+    ),
+    dict(
+        grade_id='c05_apply_fn',
+        mistake='grad-forgotten',
+        feedback="A parameter's grad is converted with it",
+        edits=[
+            ("        if param.grad is not None:\n"
+             "            converted.grad = fn(param.grad)\n",
+             ""),
+        ],
+    ),
+    dict(
+        grade_id='c05_apply_fn',
+        mistake='none-not-skipped',
+        feedback='double() with None entries raised',
+        edits=[
+            ("        if param is None:\n"
+             "            continue\n",
+             ""),
         ],
     ),
 ]
