@@ -1,5 +1,5 @@
 """Checkpoints written by torch 2.13's ``torch.save`` load with ``modulecraft.load``, with no torch needed to read
-them: values, dtypes, shapes, views and shared memory, ``_metadata``, and outputs of the loaded modules equal torch's."""
+them: values, dtypes, shapes, views and shared memory, ``_metadata``, and the loaded modules' outputs equal torch's."""
 
 import io
 from collections import OrderedDict

@@ -62,8 +62,6 @@ def load(file: IO[bytes], source: str) -> OrderedDict:
         metadata = json.loads(data[8:8 + header_size]).get("__metadata__") or {}
     except (safetensors.SafetensorError, ValueError, TypeError, AttributeError, struct.error) as error:
         raise CheckpointError(f"{source} is not a valid safetensors file ({error})") from None
-    # np.frombuffer over the file's bytes is read-only; a loaded state_dict is ours to change, as in torch
-    arrays = {key: array.copy() for key, array in arrays.items()}
     if _METADATA_KEY not in metadata:
         return OrderedDict(arrays)
     return assemble(metadata[_METADATA_KEY], arrays, source)

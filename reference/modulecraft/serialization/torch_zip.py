@@ -10,13 +10,14 @@ weights, a transposed view) name the same storage key.
 Why reading one is safe here. Unpickling runs whatever callable the pickle names, so a plain
 ``pickle.load`` of a file someone sent you can run ``os.system``. :class:`_StateDictUnpickler` answers every
 global the pickle asks for from a short allow list (``collections.OrderedDict``, the two tensor rebuild
-functions, the storage types and ``_codecs.encode`` for bytes), each mapped to *our* numpy code, never to the real object; anything else
-raises :class:`~modulecraft.serialization.errors.UnpicklingError` naming the global. The rebuild functions
-only record what was asked (:class:`_TensorSpec`); arrays are made once the whole pickle has been read and
-every storage, size, stride and offset has been checked against the bytes really in the archive, so a
-hostile or truncated file gives one clear :class:`~modulecraft.serialization.errors.CheckpointError` and
-never a partial result, a crash or a giant allocation. This is what ``torch.load(weights_only=True)`` does,
-for the subset of globals a state_dict needs.
+functions, the storage types, ``_codecs.encode`` for bytes), each mapped to *our* numpy code, never to the
+real object; anything else raises :class:`~modulecraft.serialization.errors.UnpicklingError` naming the
+global. The rebuild functions only record what was asked (:class:`_TensorSpec`); arrays are made once the
+whole pickle has been read and every storage, size, stride and offset has been checked against the bytes
+really in the archive, so a hostile or truncated file gives one clear
+:class:`~modulecraft.serialization.errors.CheckpointError` and never a partial result, a crash or a giant
+allocation. This is what ``torch.load(weights_only=True)`` does, for the subset of globals a state_dict
+needs.
 
 Differences from ``torch.load``: tensors come back as numpy arrays (views of one array per storage, so
 shared storages still share memory), bfloat16 comes back as float32 (numpy has no bfloat16; the widening is
@@ -127,9 +128,9 @@ class _StateDictUnpickler(pickle.Unpickler):
         except (KeyError, TypeError):
             raise UnpicklingError(
                 f"the checkpoint's pickle asks for the global {module}.{name}, which is not allowed: a state_dict "
-                "needs only collections.OrderedDict, torch._utils._rebuild_tensor_v2/_rebuild_parameter, "
-                "torch's storage types and _codecs.encode (for bytes). Nothing from the file was run; if you trust the file, load it with "
-                "torch.load and save its state_dict() again") from None
+                "needs only collections.OrderedDict, torch._utils._rebuild_tensor_v2/_rebuild_parameter, torch's "
+                "storage types and _codecs.encode (for bytes). Nothing from the file was run; if you trust the "
+                "file, load it with torch.load and save its state_dict() again") from None
 
     def persistent_load(self, pid: Any) -> _StorageRef:
         if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"):

@@ -1,4 +1,4 @@
-"""``modulecraft.save`` / ``load``: a state_dict on disk as .npz + JSON, never pickle."""
+"""``modulecraft.save`` / ``load`` in any format: order, dtypes, metadata, lazy placeholders, JSON values, refusals."""
 
 import io
 import zipfile
