@@ -2,8 +2,8 @@
 
 These are the documented exceptions to "behaves like torch.nn": a dtype change makes new arrays (numpy cannot change an
 array's dtype in place), there are no devices, Parameter/Buffer are ndarray subclasses (and a Buffer keeps its class),
-and checkpoints are .npz + JSON instead of pickles; optimizers take arrays that can hold a gradient and do not
-differentiate their step.
+and checkpoints are safetensors or .npz + JSON instead of pickles (torch's pickles are read, bfloat16 as float32, but
+never written); optimizers take arrays that can hold a gradient and do not differentiate their step.
 """
 
 import numpy as np
@@ -80,6 +80,22 @@ def test_loading_a_checkpoint_never_unpickles(tmp_path):
     np.savez(tampered, **entries)
     with pytest.raises(ValueError, match="allow_pickle=False"):
         lib.modulecraft.load(tampered)
+
+
+def test_torch_checkpoints_are_read_with_bfloat16_as_float32_and_never_written(tmp_path):
+    """numpy has no bfloat16: those values load widened, exactly, to float32. torch's format is a pickle, so
+    modulecraft only reads it; it writes safetensors, which torch reads with ``safetensors.torch``."""
+    import torch
+
+    lib = backend("modulecraft")
+    path = tmp_path / "model.pt"
+    values = torch.tensor([1.0, -2.5, 3.140625], dtype=torch.bfloat16)
+    torch.save({"w": values}, path)
+    assert torch.load(path, weights_only=True)["w"].dtype == torch.bfloat16
+    loaded = lib.modulecraft.load(path)["w"]
+    assert loaded.dtype == np.float32 and loaded.tolist() == values.float().tolist()
+    with pytest.raises(ValueError, match="writes no torch .pt"):
+        lib.modulecraft.save({"w": loaded}, tmp_path / "again.pt")
 
 
 def test_optimizers_refuse_plain_arrays_and_differentiable_steps():
