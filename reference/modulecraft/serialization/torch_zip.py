@@ -30,6 +30,7 @@ from __future__ import annotations
 import io
 import pickle
 import pickletools
+import reprlib
 import zipfile
 from collections import OrderedDict
 from typing import IO, Any, NamedTuple
@@ -72,6 +73,11 @@ class _TensorSpec(NamedTuple):
     stride: tuple
 
 
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = 60
+_short = _REPR.repr  # a hostile value may be megabytes long: error messages quote its start
+
+
 def _is_count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
@@ -80,29 +86,31 @@ def _rebuild_tensor(storage, storage_offset, size, stride, requires_grad=False, 
                     metadata=None) -> _TensorSpec:
     """Our ``torch._utils._rebuild_tensor_v2``: check the view's geometry against its storage, record it."""
     if not isinstance(storage, _StorageRef):
-        raise CheckpointError(f"a tensor's storage must come from a storage persistent id, got {storage!r}")
+        raise CheckpointError(f"a tensor's storage must come from a storage persistent id, got {_short(storage)}")
     if not (isinstance(size, tuple) and isinstance(stride, tuple) and len(size) == len(stride)
             and all(map(_is_count, size + stride)) and _is_count(storage_offset)):
-        raise CheckpointError(f"a tensor has an invalid size {size!r}, stride {stride!r} or offset "
-                              f"{storage_offset!r}: expected tuples of non-negative ints of the same length")
+        raise CheckpointError(f"a tensor has an invalid size {_short(size)}, stride {_short(stride)} or offset "
+                              f"{_short(storage_offset)}: expected tuples of non-negative ints of the same length")
     if storage_offset > storage.numel or (
             0 not in size and storage_offset + sum((n - 1) * s for n, s in zip(size, stride)) >= storage.numel):
-        raise CheckpointError(f"a tensor of size {size} and stride {stride} at offset {storage_offset} reads "
-                              f"past the end of storage {storage.key!r} ({storage.numel} elements)")
+        raise CheckpointError(f"a tensor of size {_short(size)} and stride {_short(stride)} at offset "
+                              f"{storage_offset} reads past the end of storage {_short(storage.key)} "
+                              f"({storage.numel} elements)")
     return _TensorSpec(storage, storage_offset, size, stride)
 
 
 def _rebuild_parameter(data, requires_grad, backward_hooks) -> _TensorSpec:
     """Our ``torch._utils._rebuild_parameter``: a saved Parameter loads as its array, as a state_dict's do."""
     if not isinstance(data, _TensorSpec):
-        raise CheckpointError(f"a parameter's data must be a tensor, got {data!r}")
+        raise CheckpointError(f"a parameter's data must be a tensor, got {_short(data)}")
     return data
 
 
 def _encode_bytes(text, encoding) -> bytes:
     """Our ``_codecs.encode``, which pickle protocol 2 (torch's default) uses to write a ``bytes`` value."""
     if not (isinstance(text, str) and encoding == "latin1"):
-        raise CheckpointError(f"_codecs.encode is allowed only to rebuild bytes from latin1 text, got {encoding!r}")
+        raise CheckpointError("_codecs.encode is allowed only to rebuild bytes from latin1 text, "
+                              f"got {_short(encoding)}")
     return text.encode("latin1")
 
 
@@ -134,13 +142,13 @@ class _StateDictUnpickler(pickle.Unpickler):
 
     def persistent_load(self, pid: Any) -> _StorageRef:
         if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"):
-            raise CheckpointError(f"unknown persistent id {pid!r}: only ('storage', type, key, location, numel)")
+            raise CheckpointError(f"unknown persistent id {_short(pid)}: only ('storage', type, key, location, numel)")
         _, storage_type, key, _location, numel = pid
         if not (isinstance(storage_type, _StorageType) and isinstance(key, str) and _is_count(numel)):
-            raise CheckpointError(f"invalid storage persistent id {pid!r}")
+            raise CheckpointError(f"invalid storage persistent id {_short(pid)}")
         ref = _StorageRef(key, storage_type.dtype, numel)
         if self.storages.setdefault(key, ref) != ref:
-            raise CheckpointError(f"storage {key!r} is declared twice with different types or sizes")
+            raise CheckpointError(f"storage {_short(key)} is declared twice with different types or sizes")
         return ref
 
 
@@ -183,13 +191,13 @@ class _Archive:
         try:
             info = self.zip.getinfo(member)
         except KeyError:
-            raise CheckpointError(f"no member {member!r}: the archive is incomplete") from None
+            raise CheckpointError(f"no member {_short(member)}: the archive is incomplete") from None
         if info.compress_type != zipfile.ZIP_STORED or info.compress_size != info.file_size:
-            raise CheckpointError(f"member {member!r} is compressed; torch.save stores members uncompressed")
+            raise CheckpointError(f"member {_short(member)} is compressed; torch.save stores members uncompressed")
         if info.file_size > self.file_size or (limit is not None and info.file_size > limit):
-            raise CheckpointError(f"member {member!r} declares {info.file_size} bytes, more than the file holds")
+            raise CheckpointError(f"member {_short(member)} declares {info.file_size} bytes, more than the file holds")
         if expected_size is not None and info.file_size != expected_size:
-            raise CheckpointError(f"storage member {member!r} has {info.file_size} bytes but the pickle "
+            raise CheckpointError(f"storage member {_short(member)} has {info.file_size} bytes but the pickle "
                                   f"declares {expected_size}")
         return self.zip.read(info)  # checks the CRC: a flipped or missing byte is a BadZipFile
 
