@@ -11,8 +11,13 @@ import warnings
 import numpy as np
 import pytest
 
+from hypothesis import given
+from hypothesis import strategies as st
+
+from .backends import backend
 from .models import set_values
-from .observe import differential, raises
+from .observe import differential, observe, raises
+from .test_properties import PROPERTY_SETTINGS, build, graph_specs
 
 INPUT = np.linspace(-1.0, 1.0, 12, dtype=np.float32).reshape(4, 3)
 WEIGHTS = np.linspace(0.5, 2.0, 8, dtype=np.float32).reshape(4, 2)  # makes every output's gradient distinct
@@ -469,3 +474,46 @@ def test_requires_grad_freezes_parameters_but_not_the_flow(lib):
     frozen = [(name, p.requires_grad, p.grad) for name, p in model.named_parameters()]
     model.requires_grad_()
     return frozen, x.grad, [p.requires_grad for p in model.parameters()], model.requires_grad_(False) is model
+
+
+BACKWARD_HOOK_KINDS = ("pre", "pre, prepended", "hook", "hook, prepended", "forward")
+
+
+def backward_hook_log(lib, spec, hooked, global_hooks):
+    """Forward and backward through a random graph (shared modules run once per call) with hooks logging."""
+    modules = build(lib, spec)
+    log = []
+
+    def logger(kind, index):
+        return lambda module, *grads: log.append((kind, index, grads[-1]))
+
+    for index, kinds in hooked:
+        index %= len(modules)
+        for kind in kinds:
+            prepend = "prepended" in kind
+            if kind.startswith("pre"):
+                modules[index].register_full_backward_pre_hook(logger(kind, index), prepend=prepend)
+            elif kind.startswith("hook"):
+                modules[index].register_full_backward_hook(logger(kind, index), prepend=prepend)
+            else:
+                modules[index].register_forward_hook(logger(kind, index))
+    if global_hooks:
+        lib.hooks.register_module_full_backward_pre_hook(lambda module, go: log.append(("global pre", go)))
+        lib.hooks.register_module_full_backward_hook(lambda module, gi, go: log.append(("global", gi)))
+    try:
+        x = lib.leaf(INPUT[0])
+        (modules[0](x) * lib.tensor([1.0, 2.0, 3.0])).sum().backward()
+        log.append(("input gradient", x.grad))
+    finally:
+        lib.hooks._global_backward_pre_hooks.clear()
+        lib.hooks._global_backward_hooks.clear()
+        lib.hooks._global_is_full_backward_hook = None
+    return observe(log, lib, oracle=lib.name == "torch")
+
+
+@PROPERTY_SETTINGS
+@given(graph_specs(), st.lists(st.tuples(st.integers(0, 7), st.lists(st.sampled_from(BACKWARD_HOOK_KINDS),
+                                                                      max_size=4)), max_size=5), st.booleans())
+def test_backward_hook_firing_order_on_random_graphs_matches_torch(spec, hooked, global_hooks):
+    assert backward_hook_log(backend("modulecraft"), spec, hooked, global_hooks) == \
+        backward_hook_log(backend("torch"), spec, hooked, global_hooks)
