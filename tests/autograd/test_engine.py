@@ -1,5 +1,7 @@
 """The engine against torch.autograd: accumulation, order, hooks, errors, freeing, grad(), grad mode."""
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -261,3 +263,63 @@ def test_numpy_functions_without_a_gradient_rule_refuse_to_drop_the_graph():
     assert type(np.zeros_like(x)) is np.ndarray
     with modulecraft.no_grad():
         assert type(np.cumsum(x)) is np.ndarray
+
+
+def _ones(lib, shape):
+    return torch.ones(shape) if lib is torch else np.ones(shape, dtype=np.float32)
+
+
+HOOK_REPLACEMENTS = {
+    "tensor hook, wrong shape": (lambda y, lib: y.register_hook(lambda g: _ones(lib, 5)),
+                                 "has changed the size of value"),
+    "tensor hook, wrong dtype": (lambda y, lib: y.register_hook(lambda g: g.astype("float64") if lib is modulecraft
+                                                                else g.double()),
+                                 "has changed the type of value (was "),
+    "pre-hook, wrong shape": (lambda y, lib: y.grad_fn.register_prehook(lambda go: (_ones(lib, (5, 5)),)),
+                              "has changed the size of value"),
+    "pre-hook, two values": (lambda y, lib: y.grad_fn.register_prehook(lambda go: (go[0], go[0])),
+                             "has returned an incorrect number of values (got 2, but expected 1)"),
+    "hook, one value for two inputs": (lambda y, lib: y.grad_fn.register_hook(lambda gi, go: (gi[0],)),
+                                       "has returned an incorrect number of values (got 1, but expected 2)"),
+    "hook, a value where there was none": (lambda y, lib: y.grad_fn.register_hook(lambda gi, go: (gi[0], gi[0])),
+                                           "can't replace a None gradient with a non-None value"),
+}
+
+
+@pytest.mark.parametrize("case", list(HOOK_REPLACEMENTS))
+def test_what_hooks_return_is_checked_as_torch_checks_it(case):
+    register, phrase = HOOK_REPLACEMENTS[case]
+    for lib in (modulecraft, torch):
+        x = lib.tensor(np.ones((2, 3), dtype=np.float32), requires_grad=True)
+        y = x * 2
+        register(y, lib)
+        with pytest.raises(RuntimeError, match=re.escape(phrase)):
+            y.sum().backward()
+
+
+def _identity_function(base):
+    class Passthrough(base):
+        @staticmethod
+        def forward(ctx, a):
+            return a
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad
+
+    return Passthrough
+
+
+def test_an_input_a_function_returned_as_is_cannot_be_changed_in_place():
+    messages = []
+    for lib, base, no_grad in ((modulecraft, autograd.Function, modulecraft.no_grad),
+                               (torch, torch.autograd.Function, torch.no_grad)):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        out = _identity_function(base).apply(x * 1)
+        with pytest.raises(RuntimeError) as raised:
+            out[...] = out * 2
+        messages.append(str(raised.value))
+        with no_grad():
+            out += 1  # allowed without grad mode, as torch
+    assert messages[0] == messages[1]
+    assert messages[0].startswith("Output 0 of Passthrough is a view and is being modified inplace.")

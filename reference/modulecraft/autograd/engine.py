@@ -20,22 +20,47 @@ from modulecraft.autograd.graph import AccumulateGrad, Node
 __all__ = ["backward", "grad", "run_backward"]
 
 
-def _check_hook_result(hook, result, expected: int, what: str) -> tuple:
-    result = tuple(result)
-    if len(result) != expected:
-        name = getattr(hook, "__name__", repr(hook))
-        raise RuntimeError(f"hook '{name}' has returned an incorrect number of values (got {len(result)}, "
-                           f"but expected {expected})")
-    return result
+def _hook_name(hook) -> str:
+    return getattr(hook, "__name__", repr(hook))
+
+
+def _checked_replacements(hook, originals, replaced) -> list:
+    """What a hook returned instead of ``originals``, with torch's checks: count, None, shape, dtype."""
+    replaced = list(replaced)
+    if len(replaced) != len(originals):
+        raise RuntimeError(f"hook '{_hook_name(hook)}' has returned an incorrect number of values (got "
+                           f"{len(replaced)}, but expected {len(originals)})")
+    for index, (original, value) in enumerate(zip(originals, replaced)):
+        if value is not None:
+            replaced[index] = _checked_replacement(hook, original, value)
+    return replaced
+
+
+def _checked_replacement(hook, original, value):
+    """One gradient returned by a hook: same shape and dtype as the one it replaces (as torch checks)."""
+    if original is None:
+        raise RuntimeError("can't replace a None gradient with a non-None value")
+    value = np.asarray(value.view(np.ndarray) if isinstance(value, np.ndarray) else value)
+    if value.shape != np.shape(original):
+        raise RuntimeError(f"hook '{_hook_name(hook)}' has changed the size of value")
+    original_dtype = np.result_type(original)
+    if value.dtype != original_dtype:
+        raise RuntimeError(f"hook '{_hook_name(hook)}' has changed the type of value (was {original_dtype} got "
+                           f"{value.dtype})")
+    return value
+
+
+def _run_tensor_pre_hooks(node: Node, grads: list) -> None:
+    for output_nr, hook in node._tensor_pre_hooks():
+        replaced = hook(grads[output_nr])
+        if replaced is not None:
+            grads[output_nr] = _checked_replacement(hook, grads[output_nr], replaced)
 
 
 def _call_node(node: Node, grads: list) -> tuple:
     """Run ``node`` on the gradients of its outputs with all its hooks; return one gradient per edge."""
     tables = node._hook_tables
-    for output_nr, hook in node._tensor_pre_hooks():
-        replaced = hook(grads[output_nr])
-        if replaced is not None:
-            grads[output_nr] = replaced
+    _run_tensor_pre_hooks(node, grads)
     if tables is not None:
         for output_nr, tensor_ref in tables.retains_grad.items():
             tensor = tensor_ref()
@@ -44,7 +69,7 @@ def _call_node(node: Node, grads: list) -> tuple:
         for hook in tuple(tables.pre_hooks.values()):
             replaced = hook(tuple(grads))
             if replaced is not None:
-                grads = list(_check_hook_result(hook, replaced, len(grads), "pre-hook"))
+                grads = _checked_replacements(hook, grads, replaced)
     if all(g is None for g in grads):
         grad_inputs = (None,) * len(node.next_functions)
     else:
@@ -54,7 +79,7 @@ def _call_node(node: Node, grads: list) -> tuple:
         for hook in tuple(tables.hooks.values()):
             replaced = hook(tuple(grad_inputs), grad_outputs)
             if replaced is not None:
-                grad_inputs = _check_hook_result(hook, replaced, len(grad_inputs), "hook")
+                grad_inputs = _checked_replacements(hook, grad_inputs, replaced)
     return grad_inputs
 
 
@@ -126,17 +151,18 @@ def run_backward(roots: Sequence[tuple], root_grads: Sequence, retain_graph: boo
             grads = buffers.pop(node)
             if captures is not None:
                 if node not in needed:
-                    for output_nr, hook in node._tensor_pre_hooks():
-                        replaced = hook(grads[output_nr])
-                        if replaced is not None:
-                            grads[output_nr] = replaced
+                    _run_tensor_pre_hooks(node, grads)
                 for output_nr, grad in enumerate(grads):
                     for position in captures.get((node, output_nr), ()):
                         captured[position] = grad
                 if node not in needed:
                     continue
-            grad_inputs = _call_node(node, grads)
-            if not retain_graph:
+            if node._hook_tables is None and len(grads) == 1 and grads[0] is not None and (
+                    type(node) is not AccumulateGrad or node.variable._backward_hooks is None):
+                grad_inputs = node.apply(grads)  # the common case: no hooks, one output
+            else:
+                grad_inputs = _call_node(node, grads)
+            if not retain_graph and node._saved is not None:
                 node.release_saved()
             for (nxt, output_nr), grad in zip(node.next_functions, grad_inputs):
                 if nxt is None:

@@ -135,8 +135,12 @@ class Function(metaclass=_FunctionMeta):
                 continue
             raw = out.view(np.ndarray)
             recorded = result(raw, ctx, output_nr=output_nr)
-            if isinstance(out, Tensor) and any(out is arg for arg in args):
-                recorded._vc = version_counter(out)  # an input returned as is: the output is a view of it
+            if any(np.may_share_memory(raw, arg) for arg in tensor_args):
+                # An input returned as is (or a view of one): the output is a view, which may not be changed
+                # in place while grad mode is on (torch's rule).
+                if isinstance(out, Tensor):
+                    recorded._vc = version_counter(out)
+                recorded._function_output = (output_nr, cls.__name__)
             wrapped.append(recorded)
         saved = tuple(ctx.to_save)
         ctx._saved = saved

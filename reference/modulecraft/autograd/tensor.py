@@ -57,6 +57,7 @@ class Tensor(np.ndarray):
     _grad = None
     _vc = None  # version counter: a one-element list shared with recorded views
     _view_base = None  # the tensor a recorded view was taken from
+    _function_output = None  # (output_nr, Function name) for an input a custom Function returned as is
     _grad_accumulator = None  # weak reference to the AccumulateGrad node of a leaf
     _backward_hooks = None
     _retains_grad = False
@@ -471,7 +472,7 @@ _CONSTANT_FUNCTIONS = {np.empty_like, np.zeros_like, np.ones_like, np.full_like,
 
 def edges(inputs) -> tuple:
     """The ``next_functions`` of a node recorded on ``inputs`` (``(None, 0)`` for those without grad)."""
-    return tuple(x._edge() if isinstance(x, Tensor) and x._requires_grad else NO_EDGE for x in inputs)
+    return tuple([x._edge() if isinstance(x, Tensor) and x._requires_grad else NO_EDGE for x in inputs])
 
 
 def version_counter(t: Tensor) -> list:
@@ -484,8 +485,14 @@ def version_counter(t: Tensor) -> list:
 def save(node: Node, values, raw) -> None:
     """Keep ``raw`` for ``node``'s backward, with the current version of each Tensor among ``values``."""
     node._saved = tuple(raw)
-    node._versions = tuple((counter, counter[0]) for counter in
-                           (version_counter(v) for v in values if isinstance(v, Tensor)))
+    versions = []
+    for value in values:
+        if isinstance(value, Tensor):
+            counter = value._vc
+            if counter is None:
+                counter = value._vc = [0]
+            versions.append((counter, counter[0]))
+    node._versions = versions
 
 
 def result(raw_out, node: Node, view_of: Tensor | None = None, output_nr: int = 0) -> Tensor:
@@ -514,6 +521,14 @@ def _refuse_graph_write(target: Tensor, value) -> None:
     """torch's errors for in-place changes it cannot record on ``target``."""
     if not _grad_state.enabled:
         return
+    if target._function_output is not None:
+        output_nr, function = target._function_output
+        raise RuntimeError(
+            f"Output {output_nr} of {function} is a view and is being modified inplace. This view was created "
+            "inside a custom Function (or because an input was returned as-is) and the autograd logic to handle "
+            "view+inplace would override the custom backward associated with the custom Function, leading to "
+            "incorrect gradients. This behavior is forbidden. You can fix this by cloning the output of the custom "
+            "Function.")
     base = target._view_base
     if base is not None and (base._requires_grad or is_tracked(value)):
         if base._grad_fn is None:

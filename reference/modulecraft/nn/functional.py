@@ -17,7 +17,8 @@ from modulecraft.autograd import grad_mode
 from modulecraft.autograd.graph import Node
 from modulecraft.autograd.ops.elementwise import unbroadcast
 from modulecraft.autograd.ops.linalg import MmBackward0
-from modulecraft.autograd.tensor import Tensor, edges, is_tracked, plain, rebase_in_place, result, save, save_output
+from modulecraft.autograd.tensor import (NO_EDGE, Tensor, edges, is_tracked, plain, rebase_in_place, result, save,
+                                         save_output)
 from modulecraft.nn import init
 
 __all__ = ["linear", "relu", "dropout", "batch_norm", "softmax", "log_softmax", "mse_loss", "nll_loss",
@@ -25,7 +26,12 @@ __all__ = ["linear", "relu", "dropout", "batch_norm", "softmax", "log_softmax", 
 
 
 def _recording(*values) -> bool:
-    return grad_mode.state.enabled and any(is_tracked(v) for v in values)
+    if not grad_mode.state.enabled:
+        return False
+    for value in values:
+        if isinstance(value, Tensor) and value._requires_grad:
+            return True
+    return False
 
 
 # ---- linear -----------------------------------------------------------------------------------------------
@@ -51,28 +57,30 @@ class AddmmBackward0(Node):
 
 def linear(input, weight, bias=None):
     """``input @ weight.T + bias``; records torch's ``AddmmBackward0`` (or ``MmBackward0``) over ``TBackward0``."""
-    raw_input, raw_weight = np.asarray(plain(input)), plain(weight)
+    raw_input, raw_weight, raw_bias = plain(input), plain(weight), plain(bias)
     if not _recording(input, weight, bias):
-        output = raw_input @ raw_weight.T
-        return output if bias is None else output + plain(bias)
+        output = np.asarray(raw_input) @ raw_weight.T
+        return output if bias is None else output + raw_bias
+    raw_input = np.asarray(raw_input)
     if raw_input.ndim != 2:
         if raw_input.ndim < 2:
             return input @ weight.T if bias is None else input @ weight.T + bias
         leading = raw_input.shape[:-1]
         flat = linear(input.reshape(-1, raw_input.shape[-1]), weight, bias)
         return flat.reshape(*leading, flat.shape[-1])
-    weight_edge = None
-    if is_tracked(weight):
-        weight_edge = TBackward0(edges((weight,)))
-    transposed = (weight_edge, 0) if weight_edge is not None else (None, 0)
+    weight_t = raw_weight.T
+    transposed = (TBackward0(edges((weight,))), 0) if is_tracked(weight) else NO_EDGE
+    (input_edge,) = edges((input,))
     if bias is None:
-        node = MmBackward0((edges((input,))[0], transposed))
-        save(node, (input, weight), (raw_input, raw_weight.T))
-        return result(raw_input @ raw_weight.T, node)
-    node = AddmmBackward0((edges((bias,))[0], edges((input,))[0], transposed))
-    node.bias_shape = np.shape(bias)
-    save(node, (input, weight), (raw_input, raw_weight.T))
-    return result(raw_input @ raw_weight.T + plain(bias), node)
+        node = MmBackward0((input_edge, transposed))
+        output = raw_input @ weight_t
+    else:
+        node = AddmmBackward0((edges((bias,))[0], input_edge, transposed))
+        node.bias_shape = raw_bias.shape
+        output = raw_input @ weight_t
+        output += raw_bias
+    save(node, (input, weight), (raw_input, weight_t))
+    return result(output, node)
 
 
 # ---- activations and dropout --------------------------------------------------------------------------------
@@ -81,7 +89,7 @@ class ReluBackward0(Node):
 
     def backward(self, grad):
         (out,) = self.saved_values()
-        return (np.where(out > 0, grad, 0).astype(np.result_type(grad), copy=False),)
+        return (grad * (out > 0),)
 
 
 def relu(input, inplace: bool = False):

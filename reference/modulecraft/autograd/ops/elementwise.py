@@ -45,8 +45,9 @@ class _BinaryNode(Node):
         (first, _), (second, _) = self.next_functions
         grad_first, grad_second = self.gradients(grad, first is not None, second is not None)
         shape_first, shape_second = self.shapes
-        return (None if grad_first is None else unbroadcast(grad_first, shape_first),
-                None if grad_second is None else unbroadcast(grad_second, shape_second))
+        # None for an input that needs no gradient (what a node hook sees there, as in torch).
+        return (unbroadcast(grad_first, shape_first) if first is not None else None,
+                unbroadcast(grad_second, shape_second) if second is not None else None)
 
 
 class AddBackward0(_BinaryNode):

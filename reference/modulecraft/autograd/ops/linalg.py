@@ -31,7 +31,8 @@ class DotBackward0(Node):
 
     def backward(self, grad):
         a, b = self.saved_values()
-        return grad * b, grad * a
+        (first, _), (second, _) = self.next_functions
+        return (grad * b if first is not None else None), (grad * a if second is not None else None)
 
 
 class MvBackward0(Node):
@@ -39,7 +40,8 @@ class MvBackward0(Node):
 
     def backward(self, grad):
         a, b = self.saved_values()
-        return np.outer(grad, b), a.T @ grad
+        (first, _), (second, _) = self.next_functions
+        return (np.outer(grad, b) if first is not None else None), (a.T @ grad if second is not None else None)
 
 
 class BmmBackward0(Node):
