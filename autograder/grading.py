@@ -25,10 +25,10 @@ import warnings
 from pathlib import Path
 
 import nbformat
+import sqlalchemy.event
 import sqlalchemy.exc
-from nbgrader.api import Gradebook, MissingEntry
-from nbgrader.apps import NbGraderAPI
-from nbgrader.preprocessors import AssignLatePenalties, SaveAutoGrades
+from nbgrader.api import Gradebook
+from nbgrader.preprocessors import AssignLatePenalties, NbGraderPreprocessor, SaveAutoGrades
 
 from .workers import (CourseBundle, GradedSubmission, Outcome, Task, file_sha256, grade_task, nbgrader_api,
                       prepare_worker, read_folder, write_folder)
@@ -95,15 +95,15 @@ def grade_class(course, jobs, *, workers=None, progress=None, force=False, sched
         else:
             from . import dask_grading
             results = dask_grading.grade(scheduler, bundle, tasks, workers)
-        api = nbgrader_api(course.root, course.course_id)
-        for count, (task, result) in enumerate(results, 1):
-            if isinstance(result, BaseException):
-                failed.append((task.student, task.chapter, f"{type(result).__name__}: {result}"))
-                continue
-            outcome = record(api, course.root, result)
-            done.append(outcome)
-            if progress is not None:
-                progress(count, len(todo), outcome)
+        with Recorder(course.root, course.course_id) as recorder:
+            for count, (task, result) in enumerate(results, 1):
+                if isinstance(result, BaseException):
+                    failed.append((task.student, task.chapter, f"{type(result).__name__}: {result}"))
+                    continue
+                outcome = recorder.record(result)
+                done.append(outcome)
+                if progress is not None:
+                    progress(count, len(todo), outcome)
     order = {job: i for i, job in enumerate(jobs)}
     done.sort(key=lambda o: order[(o.student, o.chapter)])
     return GradingReport(done, time.monotonic() - started, skipped, failed)
@@ -135,70 +135,94 @@ def grade_submission(root: str, course_id: str, student: str, chapter: str, *, h
     bundle = CourseBundle.of(root_path, source, course_id, [chapter])
     prepare_worker(bundle, root_path / SCRATCH)
     result = grade_task(submission_task(root_path, student, chapter, bundle))
-    return record(nbgrader_api(root_path, course_id), root_path, result, hold=hold)
+    with Recorder(root_path, course_id) as recorder:
+        return recorder.record(result, hold=hold)
 
 
-def record(api: NbGraderAPI, root: Path, result: GradedSubmission, *, hold: bool = True) -> Outcome:
-    """Write a worker's result into the grading folder `root`: autograded folder, gradebook, report.
+class Recorder:
+    """Writes workers' results into the grading folder `root`: autograded folder, gradebook, report.
 
     The gradebook gets what stock autograde writes: student and submission (with its timestamp), then the
-    grades and comments nbgrader's `SaveAutoGrades` reads off the autograded notebook and the late penalty of
-    `AssignLatePenalties`, run here against the real gradebook. With `hold`, a submission that needs review
-    keeps no points until a person looks."""
-    outcome = dataclasses.replace(result.outcome)
-    student, chapter = outcome.student, outcome.chapter
-    autograded = Path(root) / "autograded" / student / chapter
-    with api.gradebook as gb, warnings.catch_warnings():
-        # nbgrader's first submission of a student trips this harmless SQLAlchemy warning every time.
-        warnings.simplefilter("ignore", sqlalchemy.exc.SAWarning)
-        gb.update_or_create_student(student)
-        timestamp = api.coursedir.get_existing_timestamp(str(Path(root) / "submitted" / student / chapter))
-        gb.update_or_create_submission(chapter, student, **({"timestamp": timestamp} if timestamp else {}))
-    if result.autograded is None:
-        shutil.rmtree(autograded, ignore_errors=True)  # no stale feedback
-        _record_zero(api, chapter, student)
-    else:
-        write_folder(autograded, result.autograded)
-        notebook = nbformat.reads(result.autograded[f"{chapter}.ipynb"].decode(), as_version=nbformat.NO_CONVERT)
-        resources = {"nbgrader": {"notebook": chapter, "assignment": chapter, "student": student,
-                                  "db_url": api.coursedir.db_url}}
-        for step in (SaveAutoGrades, AssignLatePenalties):
-            step(config=api.config).preprocess(notebook, resources)
-    if outcome.needs_review and hold:
-        _hold_for_review(api, chapter, student)
-    outcome.score, outcome.max_score = _total(api, chapter, student)
-    _save_outcome(Path(root), outcome)
-    return outcome
+    grades and comments of nbgrader's `SaveAutoGrades`, read off the autograded notebook, and the late penalty
+    of `AssignLatePenalties`, run here against the real gradebook.
 
+    The coordinator imports every submission of the class one after another, so its time per submission
+    bounds the whole cluster's throughput. One gradebook connection serves the whole run (nbgrader opens one
+    per step: a new engine, its schema checked), and SQLite's write-ahead log with `synchronous=NORMAL` spares
+    nbgrader's commit per cell a flush to disk each (a killed grader loses nothing; a power cut may lose the
+    last commits, which a rerun regrades, as it does the submissions whose report was not written)."""
 
-def _grades(gb: Gradebook, chapter: str, student: str):
-    return gb.find_submission_notebook(chapter, chapter, student).grades
+    def __init__(self, root: Path, course_id: str):
+        self.root = Path(root)
+        self.api = nbgrader_api(root, course_id)
+        self.gradebook = Gradebook(self.api.coursedir.db_url, course_id)
+        sqlalchemy.event.listen(self.gradebook.engine, "connect", _write_ahead_log)
+        self.gradebook.db.remove()
+        self.gradebook.engine.dispose()  # connect again, with the log
 
+    def __enter__(self) -> Recorder:
+        return self
 
-def _record_zero(api: NbGraderAPI, chapter: str, student: str) -> None:
-    """Give zero to a submission nbgrader could not run, so the gradebook has a row for every submission."""
-    with api.gradebook as gb:
-        for grade in _grades(gb, chapter, student):
-            grade.auto_score = 0
+    def __exit__(self, *exc) -> None:
+        self.gradebook.close()
+
+    def record(self, result: GradedSubmission, *, hold: bool = True) -> Outcome:
+        """Import one result; with `hold`, a submission that needs review keeps no points until a person looks."""
+        outcome = dataclasses.replace(result.outcome)
+        student, chapter = outcome.student, outcome.chapter
+        gb, autograded = self.gradebook, self.root / "autograded" / student / chapter
+        with warnings.catch_warnings():
+            # nbgrader's first submission of a student trips this harmless SQLAlchemy warning every time.
+            warnings.simplefilter("ignore", sqlalchemy.exc.SAWarning)
+            gb.update_or_create_student(student)
+            timestamp = self.api.coursedir.get_existing_timestamp(str(self.root / "submitted" / student / chapter))
+            submission = gb.update_or_create_submission(chapter, student,
+                                                        **({"timestamp": timestamp} if timestamp else {}))
+        grades = gb.find_submission_notebook(chapter, chapter, student).grades
+        if result.autograded is None:
+            shutil.rmtree(autograded, ignore_errors=True)  # no stale feedback
+            for grade in grades:  # a row for every submission, even one nbgrader could not run
+                grade.auto_score = 0
+        else:
+            write_folder(autograded, result.autograded)
+            notebook = nbformat.reads(result.autograded[f"{chapter}.ipynb"].decode(), as_version=nbformat.NO_CONVERT)
+            resources = {"nbgrader": {"notebook": chapter, "assignment": chapter, "student": student,
+                                      "db_url": self.api.coursedir.db_url}}
+            _SaveAutoGradesInto(gb, config=self.api.config).preprocess(notebook, resources)
+            if submission.total_seconds_late > 0:  # nbgrader's own step (it opens the gradebook itself)
+                gb.db.commit()
+                AssignLatePenalties(config=self.api.config).preprocess(notebook, resources)
+                gb.db.expire_all()
+            else:
+                gb.find_submission_notebook(chapter, chapter, student).late_submission_penalty = None
+        if outcome.needs_review and hold:  # keep points a person has not confirmed
+            for grade in grades:
+                grade.auto_score = 0
+                grade.needs_manual_grade = True
         gb.db.commit()
+        outcome.score = float(sum(g.score for g in grades))
+        outcome.max_score = float(sum(g.max_score for g in grades))
+        _save_outcome(self.root, outcome)
+        return outcome
 
 
-def _hold_for_review(api: NbGraderAPI, chapter: str, student: str) -> None:
-    """Keep points a person has not confirmed: zero auto scores, flagged for manual grading."""
-    with api.gradebook as gb:
-        for grade in _grades(gb, chapter, student):
-            grade.auto_score = 0
-            grade.needs_manual_grade = True
-        gb.db.commit()
+def _write_ahead_log(connection, _record) -> None:
+    connection.execute("PRAGMA journal_mode=WAL")
+    connection.execute("PRAGMA synchronous=NORMAL")
 
 
-def _total(api: NbGraderAPI, chapter: str, student: str) -> tuple[float, float]:
-    with api.gradebook as gb:
-        try:
-            grades = _grades(gb, chapter, student)
-        except MissingEntry:
-            return 0.0, 0.0
-        return float(sum(g.score for g in grades)), float(sum(g.max_score for g in grades))
+class _SaveAutoGradesInto(SaveAutoGrades):
+    """nbgrader's `SaveAutoGrades` (its scoring and comments per cell) through a gradebook already open."""
+
+    def __init__(self, gradebook: Gradebook, **kwargs):
+        super().__init__(**kwargs)
+        self.open_gradebook = gradebook
+
+    def preprocess(self, nb, resources):
+        ids = resources["nbgrader"]
+        self.notebook_id, self.assignment_id, self.student_id = ids["notebook"], ids["assignment"], ids["student"]
+        self.gradebook = self.open_gradebook
+        return NbGraderPreprocessor.preprocess(self, nb, resources)
 
 
 class ProgressBar:

@@ -34,6 +34,8 @@ import time
 import warnings
 from pathlib import Path
 
+import sqlalchemy.engine
+import sqlalchemy.event
 import sqlalchemy.exc
 from nbgrader.apps import NbGraderAPI
 from nbgrader.coursedir import CourseDirectory
@@ -197,12 +199,24 @@ def prepare_worker(bundle: CourseBundle, scratch_base: str | os.PathLike | None 
         os.environ[course_config.GRADING_ENV_VAR] = "1"
         # nbgrader's first autograde of a student trips this harmless SQLAlchemy warning on every submission.
         warnings.filterwarnings("ignore", category=sqlalchemy.exc.SAWarning)
+        # The scratch gradebook is thrown away after each submission: no flush to disk for nbgrader's many commits.
+        if not sqlalchemy.event.contains(sqlalchemy.engine.Engine, "connect", _scratch_commits):
+            sqlalchemy.event.listen(sqlalchemy.engine.Engine, "connect", _scratch_commits)
         sandbox.prepare(1)  # slot users are created on first use; this checks kernels can start at all
         sandbox.hide_from_kernels(root, *map(Path, bundle.private))
         previous, _scratch = _scratch, _Scratch(sha, root, nbgrader_api(root, bundle.course_id, grading=True))
         if previous is not None:
             shutil.rmtree(previous.root, ignore_errors=True)
         return root
+
+
+def _scratch_commits(connection, _record) -> None:
+    """No flush to disk for the scratch gradebook (and only for it: a coordinator may share the process)."""
+    if _scratch is None or not isinstance(connection, sqlite3.Connection):
+        return
+    files = [Path(row[2]) for row in connection.execute("PRAGMA database_list") if row[2]]
+    if files and all(path.is_relative_to(_scratch.root) for path in files):
+        connection.execute("PRAGMA synchronous=OFF")
 
 
 def grade_task(task: Task) -> GradedSubmission:

@@ -1,19 +1,29 @@
-"""Grading throughput: stock `nbgrader autograde` against ours, side by side on one generated class.
+"""Grading throughput, side by side on one generated class: stock nbgrader, ours, ours on Dask, and the floor.
 
-    .venv/bin/python benchmarks/bench_grading.py [--students 100] [--chapters 01_init_and_call ...]
+    .venv/bin/python benchmarks/bench_grading.py [--students 12] [--chapters 01_init_and_call ...]
 
 A class of N students x the chapters (a third solved, a third with a typical wrong implementation from
-tests/course/wrong_implementations/, a third blank) is released and submitted once, then copied into two
-grading folders. Stock: one `nbgrader autograde <chapter>` command per chapter, each grading the whole class
-one notebook after another (the cheapest way to run stock nbgrader on a class), or with --stock-per-student
-one command per student and chapter. Ours: `Course.grade`, a pool of as many workers as cores, each kernel
-forked from a preloaded server, sandboxed and guarded. The two alternate chapter by chapter,
-so that other work on the machine weighs on both alike. Prints both times, the ratio, and whether every
-score is identical.
+tests/course/wrong_implementations/, a third blank) is released and submitted once, then copied into one
+grading folder per contender, each graded in turn:
+
+- stock, sequential: one `nbgrader autograde <chapter>` per chapter, the whole class one notebook after another;
+- stock, one process per core (the usual workaround): per chapter, the class split into as many
+  `nbgrader autograde` commands as cores, run at the same time;
+- ours: `Course.grade`, a local pool of as many workers as cores;
+- ours on Dask: `Course.grade(scheduler=...)` on a LocalCluster of 1, then 2 one-thread worker processes
+  (started before the clock starts, as a standing cluster would be);
+- the floor: every code cell of every notebook exec'd in this one process (no kernel, no sandbox, no nbgrader).
+
+Prints each time, per notebook, the ratios against the targets (>= 3x stock per-core, within 3x of the floor
+per notebook, near-linear Dask scaling), the load average around each run (the machine may be shared), and
+whether every contender gave every submission the same scores.
 """
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
+import contextlib
+import io
 import os
 import shutil
 import subprocess
@@ -22,11 +32,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from autograder import synthetic
+import nbformat
+
+from autograder import config, synthetic
 from autograder.course import Course
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repo root, for the tests' wrong implementations
 from tests.course.course_chapters import wrong_implementations  # noqa: E402
+
+TARGET_VS_STOCK_PARALLEL = 3.0
+TARGET_VS_FLOOR = 3.0
 
 
 def generate_class(course: Course, students: int, chapters: list[str], scratch: Path) -> None:
@@ -44,17 +59,66 @@ def generate_class(course: Course, students: int, chapters: list[str], scratch: 
             course.submit(f"student{n:03d}", chapter, scratch / "submission.ipynb")
 
 
-def grade_stock(root: Path, chapter: str, students: list[str] | None) -> float:
-    """`nbgrader autograde <chapter>` for the whole class in one command, or one command per student."""
+def stock_command(chapter: str, *options: str) -> list[str]:
+    return ["nbgrader", "autograde", chapter, "--force", *options]
+
+
+def run_stock(root: Path, commands: list[list[str]], parallel: int) -> float:
+    """Run nbgrader commands in the grading folder, `parallel` at a time; seconds taken."""
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-    commands = ([["nbgrader", "autograde", chapter, "--force"]] if students is None else
-                [["nbgrader", "autograde", chapter, "--student", student, "--force"] for student in students])
-    started = time.monotonic()
-    for command in commands:
+
+    def run(command):
         done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True)
         if done.returncode != 0:
             print(done.stderr[-3000:], file=sys.stderr)
             raise SystemExit(f"stock {' '.join(command)} failed")
+
+    started = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(parallel) as pool:
+        list(pool.map(run, commands))
+    return time.monotonic() - started
+
+
+def stock_sequential(root: Path, students: list[str], chapters: list[str], cores: int) -> float:
+    return run_stock(root, [stock_command(chapter) for chapter in chapters], 1)
+
+
+def stock_per_core(root: Path, students: list[str], chapters: list[str], cores: int) -> float:
+    """Per chapter, `cores` commands at once, each grading its share of the class (the rest excluded)."""
+    commands = []
+    for chapter in chapters:
+        shares = [students[k::cores] for k in range(cores)]
+        for share in filter(None, shares):
+            others = ",".join(s for s in students if s not in share)
+            commands.append(stock_command(chapter, f"--CourseDirectory.student_id_exclude={others}"))
+    seconds = 0.0
+    for chapter in chapters:
+        seconds += run_stock(root, [c for c in commands if c[2] == chapter], cores)
+    return seconds
+
+
+def ours(root: Path, students: list[str], chapters: list[str], cores: int, scheduler=None) -> float:
+    report = Course(root).grade(students, chapters, workers=cores, scheduler=scheduler)
+    if report.failed:
+        raise SystemExit(f"ours failed on {report.failed[:3]}")
+    return report.seconds
+
+
+def floor(root: Path, students: list[str], chapters: list[str], cores: int) -> float:
+    """Every code cell of every submission exec'd in this process, errors caught per cell as nbgrader allows."""
+    os.environ[config.GRADING_ENV_VAR] = "1"  # the chapters' last cell, check_my_work(), then does nothing
+    course = Course(root)
+    notebooks = [nbformat.read(course.submission_path(s, c), as_version=4) for c in chapters for s in students]
+    started = time.monotonic()
+    for notebook in notebooks:
+        namespace = {"__name__": "__main__"}
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            for cell in notebook.cells:
+                if cell.cell_type == "code":
+                    try:
+                        exec(compile(cell.source, "<cell>", "exec"), namespace)
+                    except Exception:
+                        pass
     return time.monotonic() - started
 
 
@@ -62,15 +126,21 @@ def all_scores(course: Course, students: list[str], chapters: list[str]) -> dict
     return {(s, c): course.scores(s, c) for s in students for c in chapters}
 
 
+@contextlib.contextmanager
+def dask_cluster(workers: int):
+    from distributed import LocalCluster
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        yield cluster.scheduler_address
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--students", type=int, default=100)
+    parser.add_argument("--students", type=int, default=12)
     parser.add_argument("--chapters", nargs="*", help="default: every chapter")
-    parser.add_argument("--workers", type=int, help="ours: parallel notebooks (default: number of cores)")
     parser.add_argument("--keep", type=Path, help="keep the grading folders in this folder")
-    parser.add_argument("--stock-per-student", action="store_true",
-                        help="run stock nbgrader as one command per student and chapter (as its formgrader does)")
+    parser.add_argument("--skip", nargs="*", default=[], help="contenders to leave out (e.g. stock-sequential)")
     args = parser.parse_args()
+    cores = os.cpu_count() or 1
 
     scratch = Path(tempfile.mkdtemp(prefix="bench-grading-")) if args.keep is None else args.keep
     scratch.mkdir(parents=True, exist_ok=True)
@@ -82,40 +152,56 @@ def main() -> None:
     students = prepared.students()
     notebooks = len(students) * len(chapters)
 
-    for name in ("stock", "ours"):
-        shutil.copytree(prepared.root, scratch / name, symlinks=True)
-    stock, ours = Course(scratch / "stock"), Course(scratch / "ours")  # each rewrites its own config
+    contenders = {
+        "floor": floor,
+        "stock-sequential": stock_sequential,
+        "stock-per-core": stock_per_core,
+        "ours": ours,
+        "dask-1": lambda *a: _on_dask(1, *a),
+        "dask-2": lambda *a: _on_dask(2, *a),
+    }
+    seconds, graded = {}, {}
+    for name, run in contenders.items():
+        if name in args.skip:
+            continue
+        root = scratch / name
+        shutil.copytree(prepared.root, root, symlinks=True)
+        Course(root)  # rewrites its own config
+        before = os.getloadavg()[0]
+        seconds[name] = run(root, students, chapters, cores)
+        print(f"  {name:16s} {seconds[name]:7.1f} s  {seconds[name] / notebooks:6.3f} s/notebook  "
+              f"(load average {before:.1f} -> {os.getloadavg()[0]:.1f})", flush=True)
+        if name != "floor":
+            graded[name] = all_scores(Course(root), students, chapters)
 
-    # Chapter by chapter, stock then ours: on a shared machine both see the same background load.
-    stock_seconds = ours_seconds = 0.0
-    flagged = []
-    for chapter in chapters:
-        stock_chapter = grade_stock(stock.root, chapter, students if args.stock_per_student else None)
-        report = ours.grade(students, [chapter], workers=args.workers)
-        stock_seconds += stock_chapter
-        ours_seconds += report.seconds
-        flagged += [f"{o.student}/{o.chapter}: {o.needs_review + o.notes}" for o in report.outcomes
-                    if o.needs_review or o.notes]
-        print(f"  {chapter}: stock {stock_chapter:6.1f} s, ours {report.seconds:6.1f} s", flush=True)
-
-    stock_scores, our_scores = all_scores(stock, students, chapters), all_scores(ours, students, chapters)
-    different = [key for key in stock_scores if stock_scores[key] != our_scores[key]]
     print()
-    print(f"class: {len(students)} students x {len(chapters)} chapters = {notebooks} notebooks, "
-          f"{os.cpu_count()} cores")
-    mode = "one command per student" if args.stock_per_student else "one command per chapter"
-    print(f"stock nbgrader autograde ({mode}): {stock_seconds:8.1f} s  ({stock_seconds / notebooks:.2f} s per notebook)")
-    print(f"ours (Course.grade, {args.workers or os.cpu_count()} workers): {ours_seconds:8.1f} s  "
-          f"({ours_seconds / notebooks:.2f} s per notebook)")
-    print(f"ratio: ours is {stock_seconds / ours_seconds:.2f}x faster")
-    print(f"scores identical: {not different} ({len(stock_scores) - len(different)}/{len(stock_scores)} submissions)")
-    for key in different[:10]:
-        print(f"  differs {key}: stock {stock_scores[key]} ours {our_scores[key]}")
-    for line in flagged[:10]:
-        print(f"  ours flagged {line}")
+    print(f"class: {len(students)} students x {len(chapters)} chapters = {notebooks} notebooks, {cores} cores")
+    if {"ours", "stock-per-core"} <= seconds.keys():
+        ratio = seconds["stock-per-core"] / seconds["ours"]
+        print(f"ours vs stock per core: {ratio:.2f}x faster (target >= {TARGET_VS_STOCK_PARALLEL:g}x)")
+    if {"ours", "stock-sequential"} <= seconds.keys():
+        print(f"ours vs stock sequential: {seconds['stock-sequential'] / seconds['ours']:.2f}x faster")
+    if {"ours", "floor"} <= seconds.keys():
+        # ours runs `cores` notebooks at once: per notebook, a worker spends cores * (wall time / notebooks)
+        per_notebook, floor_per_notebook = seconds["ours"] * cores / notebooks, seconds["floor"] / notebooks
+        print(f"ours per notebook (per worker) vs the floor: {per_notebook:.3f} s vs {floor_per_notebook:.3f} s = "
+              f"{per_notebook / floor_per_notebook:.1f}x the floor (target <= {TARGET_VS_FLOOR:g}x)")
+    if {"dask-1", "dask-2"} <= seconds.keys():
+        print(f"dask scaling 1 -> 2 workers: {seconds['dask-1'] / seconds['dask-2']:.2f}x (linear: 2x)")
+    reference = graded.get("ours") or next(iter(graded.values()), {})
+    different = {name: [k for k in reference if scores[k] != reference[k]] for name, scores in graded.items()}
+    for name, keys in different.items():
+        print(f"scores of {name} identical to ours: {not keys} ({len(reference) - len(keys)}/{len(reference)})")
+        for key in keys[:5]:
+            print(f"  differs {key}: {graded[name][key]} vs ours {reference[key]}")
     if args.keep is None:
         shutil.rmtree(scratch)
-    raise SystemExit(1 if different else 0)
+    raise SystemExit(1 if any(different.values()) else 0)
+
+
+def _on_dask(workers: int, root, students, chapters, cores) -> float:
+    with dask_cluster(workers) as address:
+        return ours(root, students, chapters, workers, scheduler=address)
 
 
 if __name__ == "__main__":
