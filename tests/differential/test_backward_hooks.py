@@ -246,6 +246,18 @@ def test_inputs_that_do_not_require_grad(lib):
     return log, caught, layer.weight.grad, refused
 
 
+@pytest.mark.parametrize("name", ["torch", "modulecraft"])
+def test_the_no_input_grad_warning_points_at_the_backward_call(name):
+    lib = backend(name)
+    layer = linear(lib, 3, 2)
+    layer.register_full_backward_hook(lambda m, gi, go: None)
+    output = layer(lib.tensor(INPUT))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        loss(lib, output).backward()
+    assert [w.filename for w in caught] == [__file__]
+
+
 @differential
 def test_no_hook_fires_when_nothing_requires_grad_or_grad_is_off(lib):
     log = []
