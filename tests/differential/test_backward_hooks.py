@@ -308,13 +308,6 @@ def test_hooks_returning_the_wrong_number_of_gradients(lib, bad):
                   f"{kind} returned an invalid number of {what}, got {expected}, but expected 1")
 
 
-ENGINE_CHECKS_HOOK_RESULTS = pytest.mark.xfail(
-    strict=True, reason="modulecraft.autograd's engine does not yet check what a node hook returns against the "
-    "gradient it replaces (torch: 'hook ... has changed the size/type of value'); a wrong shape only fails later, "
-    "in AccumulateGrad, and a wrong dtype is cast. Remove this mark once engine.py checks them.")
-
-
-@ENGINE_CHECKS_HOOK_RESULTS
 @pytest.mark.parametrize("bad", ["hook: wrong shape", "pre-hook: wrong shape", "hook: wrong dtype"])
 @differential
 def test_hooks_returning_gradients_of_the_wrong_shape_or_dtype(lib, bad):
@@ -331,9 +324,6 @@ def test_hooks_returning_gradients_of_the_wrong_shape_or_dtype(lib, bad):
     return raises(lambda: loss(lib, layer(lib.leaf(INPUT))).backward(), phrase)
 
 
-@pytest.mark.xfail(strict=True, reason="modulecraft.autograd.Function does not yet forbid in-place changes of an "
-                   "input it returned as is (torch: 'Output 0 of BackwardHookFunction is a view and is being modified "
-                   "inplace'); the change is recorded and the hooks see its gradient. Remove once function.py does.")
 @differential
 def test_changing_a_hooked_output_in_place_is_refused(lib):
     module = lib.nn.ReLU()
