@@ -3,7 +3,8 @@
 These are the documented exceptions to "behaves like torch.nn": a dtype change makes new arrays (numpy cannot change an
 array's dtype in place), there are no devices, Parameter/Buffer are ndarray subclasses (and a Buffer keeps its class),
 and checkpoints are safetensors or .npz + JSON instead of pickles (torch's pickles are read, bfloat16 as float32, but
-never written); optimizers take arrays that can hold a gradient and do not differentiate their step.
+never written); backward hooks get plain ndarray gradients; optimizers take arrays that can hold a gradient and do
+not differentiate their step.
 """
 
 import numpy as np
@@ -54,6 +55,19 @@ def test_a_buffer_is_a_class_of_its_own_where_torch_flags_a_plain_tensor():
         module.buf = buffer
         assert module.buf is buffer and isinstance(buffer, lib.Buffer), name
         assert type(buffer).__name__ == buffer_type, name
+
+
+def test_backward_hooks_receive_gradients_as_plain_arrays():
+    """Gradients never record a graph in modulecraft (no create_graph), so hooks get what .grad holds: ndarrays."""
+    for name, gradient_type in (("torch", "Tensor"), ("modulecraft", "ndarray")):
+        lib = backend(name)
+        seen = []
+        layer = lib.nn.Linear(2, 2)
+        layer.register_full_backward_pre_hook(lambda m, grad_output: seen.extend(grad_output))
+        layer.register_full_backward_hook(lambda m, grad_input, grad_output: seen.extend(grad_input + grad_output))
+        x = lib.leaf(np.ones((1, 2)))
+        layer(x).sum().backward()
+        assert [type(g).__name__ for g in seen + [x.grad]] == [gradient_type] * 4, name
 
 
 def test_checkpoints_are_npz_with_json_and_never_pickles(tmp_path):

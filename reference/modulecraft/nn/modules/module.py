@@ -974,7 +974,8 @@ class Module:
         Both are tuples with one entry per positional input/output (None for non-tensors and for inputs
         that get no gradient); keyword arguments are not seen. A returned tuple replaces the gradients that
         flow on into the inputs (not the parameters' ``.grad``, already computed). If no input requires
-        grad, the hook fires with all-None grad_input (and a warning) and must return None.
+        grad, the hook fires with all-None grad_input (and a warning) and must return None. The gradients are
+        plain ndarrays, like ``.grad`` (torch's are Tensors): backward records no graph in modulecraft.
         """
         self._fix_backward_kind(full=True)
         handle = RemovableHandle(self._backward_hooks)
