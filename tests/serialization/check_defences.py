@@ -27,6 +27,14 @@ DEFENCES = {  # name: (file in serialization/, the test files that must fail, th
         'torch_zip.py', 'test_hostile_checkpoints.py',
         '        _check_opcodes(data)\n',
         ''),
+    'memo order': (
+        'torch_zip.py', 'test_hostile_checkpoints.py',
+        '                if argument > puts:',
+        '                if False:'),
+    'pickle size limit': (
+        'torch_zip.py', 'test_hostile_checkpoints.py',
+        '        if limit is not None and info.file_size > limit:',
+        '        if False:'),
     'view bounds': (
         'torch_zip.py', 'test_hostile_checkpoints.py',
         '    if storage_offset > storage.numel or (',
@@ -41,7 +49,7 @@ DEFENCES = {  # name: (file in serialization/, the test files that must fail, th
         '        if False:'),
     'declared > file': (
         'torch_zip.py', 'test_hostile_checkpoints.py',
-        '        if info.file_size > self.file_size or (limit is not None and info.file_size > limit):',
+        '        if info.file_size > self.file_size:',
         '        if False:'),
     'duplicates': (
         'torch_zip.py', 'test_hostile_checkpoints.py',

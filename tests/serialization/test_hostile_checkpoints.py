@@ -188,6 +188,25 @@ def test_a_huge_length_declared_inside_the_pickle_is_refused_before_anything_is_
     assert peak < 5 * 2**20
 
 
+def test_a_memo_index_far_ahead_is_refused_before_anything_is_allocated():
+    """C's unpickler grows its memo array to the index LONG_BINPUT names: 4 GiB for index 2**28."""
+    data = b"\x80\x02Nr" + struct.pack("<I", 2**28) + b"."
+    tracemalloc.start()
+    try:
+        with pytest.raises(CheckpointError, match="memo entry 268435456 at byte 3 after only 0 entries"):
+            load_bytes(checkpoint(pickle_bytes=data))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 5 * 2**20
+
+
+def test_a_pickle_larger_than_any_state_dict_needs_is_refused_unread():
+    data = b"\x80\x02" + b")0" * (16 * 2**20) + b"N."
+    with pytest.raises(CheckpointError, match="has 33554436 bytes, more than the 33554432 it can need"):
+        load_bytes(checkpoint(pickle_bytes=data))
+
+
 # --- the archive itself -------------------------------------------------------------------------------------
 
 def real_checkpoint():

@@ -42,6 +42,18 @@ def test_an_mlp_state_dict_loads_into_our_mlp_with_torchs_outputs(tmp_path):
     np.testing.assert_allclose(np.asarray(model(inputs)), expected, rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.parametrize("protocol", [2, 3, 4, 5])
+def test_every_pickle_protocol_torch_save_can_use_loads(protocol):
+    state = seeded_mlp(torch.nn).state_dict()
+    state["raw"] = b"\x00\xff"
+    buffer = io.BytesIO()
+    torch.save(state, buffer, pickle_protocol=protocol)
+    loaded = load_bytes(buffer.getvalue())
+    assert list(loaded) == list(state) and loaded["raw"] == b"\x00\xff"
+    for key in list(state)[:-1]:
+        np.testing.assert_array_equal(loaded[key], state[key].numpy(), err_msg=key)
+
+
 def test_loaded_arrays_are_writable_as_torch_load_tensors_are():
     state = load_bytes(torch_saved({"w": torch.zeros(3)}))
     state["w"][0] = 1.0
