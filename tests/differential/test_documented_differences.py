@@ -4,7 +4,8 @@ These are the documented exceptions to "behaves like torch.nn": a dtype change m
 array's dtype in place), there are no devices, Parameter/Buffer are ndarray subclasses (and a Buffer keeps its class),
 and checkpoints are safetensors or .npz + JSON instead of pickles (torch's pickles are read, bfloat16 as float32, but
 never written); backward hooks get plain ndarray gradients; optimizers take arrays that can hold a gradient and do
-not differentiate their step.
+not differentiate their step; autograd: plain ndarray gradients and untracked results, a few node names, data
+writes into parameters accepted, writes through plain views unseen, no higher-order gradients.
 """
 
 import numpy as np
@@ -126,3 +127,79 @@ def test_optimizers_refuse_plain_arrays_and_differentiable_steps():
         modulecraft.optim.SGD([np.zeros(2, dtype=np.float32)], lr=0.1)
     with pytest.raises(NotImplementedError, match="differentiable=True is not supported"):
         modulecraft.optim.Adam([lib.Parameter(lib.zeros(2))], differentiable=True)
+
+
+def _autograd_pair():
+    import torch
+
+    import modulecraft
+
+    return (modulecraft.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True),
+            torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True))
+
+
+def test_gradients_are_plain_ndarrays_and_untracked_results_plain_arrays():
+    """numpy users expect arrays: ``.grad`` and what records nothing are np.ndarray (torch: Tensors)."""
+    import torch
+
+    import modulecraft
+
+    ours, theirs = _autograd_pair()
+    (ours * ours).sum().backward()
+    (theirs * theirs).sum().backward()
+    assert type(ours.grad) is np.ndarray and type(theirs.grad) is torch.Tensor
+    assert np.array_equal(ours.grad, theirs.grad.numpy())
+    with modulecraft.no_grad():
+        assert type(ours * 2) is np.ndarray
+
+
+def test_autograd_node_names_that_differ():
+    """AccumulateGrad without torch's C++ namespace; one node per indexing, per reshape and per ``number / x``
+    where torch records one per indexed dimension, a copy then a view, a reciprocal then a product."""
+    ours, theirs = _autograd_pair()
+    leaf = ours[0, 0:1].grad_fn.next_functions[0][0]
+    assert leaf.name() == "AccumulateGrad"
+    assert theirs[0, 0:1].grad_fn.next_functions[0][0].next_functions[0][0].name() == "torch::autograd::AccumulateGrad"
+    assert ours.T.reshape(4).grad_fn.name() == "ViewBackward0"
+    assert theirs.T.reshape(4).grad_fn.name() == "UnsafeViewBackward0"
+    assert (2 / ours).grad_fn.name() == "DivBackward0" and (2 / theirs).grad_fn.name() == "MulBackward0"
+
+
+def test_data_writes_into_a_parameter_are_accepted_with_grad_mode_on():
+    """Array code writes into parameters (initialisers, load_state_dict, learners' code): modulecraft takes
+    ``p[...] = values`` as a data write; torch wants ``torch.no_grad()`` there. In-place arithmetic
+    (``p -= ...``) is refused by both."""
+    import torch
+
+    ours, theirs = _autograd_pair()
+    ours[...] = 0
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place"):
+        theirs[...] = 0
+    for leaf in (ours, theirs):
+        with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place"):
+            leaf -= 1
+    assert torch.is_grad_enabled()
+
+
+def test_writes_through_a_plain_array_view_are_not_seen_by_the_version_counter():
+    """numpy tells us nothing about writes through a plain ndarray view: backward then uses the new values."""
+    ours, theirs = _autograd_pair()
+    hidden = ours * 1
+    loss = (hidden * hidden).sum()
+    np.asarray(hidden)[0, 0] = 10.0  # torch's .data writes are likewise unchecked
+    loss.backward()
+    assert ours.grad[0, 0] == 20.0
+
+
+def test_no_higher_order_gradients():
+    import modulecraft
+
+    import torch
+
+    ours, theirs = _autograd_pair()
+    (first,) = torch.autograd.grad((theirs * theirs).sum(), theirs, create_graph=True)
+    assert first.grad_fn is not None
+    with pytest.raises(NotImplementedError, match="create_graph=True is not supported"):
+        (ours * ours).sum().backward(create_graph=True)
+    with pytest.raises(NotImplementedError, match="create_graph=True is not supported"):
+        modulecraft.autograd.grad((ours * ours).sum(), ours, create_graph=True)

@@ -145,9 +145,10 @@ def run_backward(roots: Sequence[tuple], root_grads: Sequence, retain_graph: boo
     tie_breaker = itertools.count()
     ready = [(-node._sequence_nr, next(tie_breaker), node) for node in root_nodes if node not in dependencies]
     heapq.heapify(ready)
+    pop, push, buffer_of = heapq.heappop, heapq.heappush, buffers.get
     with grad_mode.no_grad():
         while ready:
-            node = heapq.heappop(ready)[2]
+            node = pop(ready)[2]
             grads = buffers.pop(node)
             if captures is not None:
                 if node not in needed:
@@ -159,7 +160,7 @@ def run_backward(roots: Sequence[tuple], root_grads: Sequence, retain_graph: boo
                     continue
             if node._hook_tables is None and len(grads) == 1 and grads[0] is not None and (
                     type(node) is not AccumulateGrad or node.variable._backward_hooks is None):
-                grad_inputs = node.apply(grads)  # the common case: no hooks, one output
+                grad_inputs = node.backward(grads[0])  # the common case: no hooks, one output
             else:
                 grad_inputs = _call_node(node, grads)
             if not retain_graph and node._saved is not None:
@@ -168,7 +169,7 @@ def run_backward(roots: Sequence[tuple], root_grads: Sequence, retain_graph: boo
                 if nxt is None:
                     continue
                 if grad is not None:
-                    buffer = buffers.get(nxt)
+                    buffer = buffer_of(nxt)
                     if buffer is None:
                         buffer = buffers[nxt] = [None] * nxt.num_outputs
                     previous = buffer[output_nr]
@@ -178,7 +179,7 @@ def run_backward(roots: Sequence[tuple], root_grads: Sequence, retain_graph: boo
                 remaining = dependencies[nxt] - 1
                 dependencies[nxt] = remaining
                 if remaining == 0:
-                    heapq.heappush(ready, (-nxt._sequence_nr, next(tie_breaker), nxt))
+                    push(ready, (-nxt._sequence_nr, next(tie_breaker), nxt))
     return captured
 
 

@@ -56,6 +56,10 @@ class BackwardCFunction(FunctionCtx, Node):
     def saved_tensors(self) -> tuple:
         return self.saved_values()
 
+    def backward(self, grad):
+        """The engine's call for a node with one output (the Function's own backward is called by apply)."""
+        return self.apply([grad])
+
     def apply(self, grads: list) -> tuple:
         if self.materialize_grads:
             grads = [np.zeros(shape, dtype) if grad is None else grad

@@ -210,7 +210,9 @@ class Tensor(np.ndarray):
         fn = self._grad_fn
         if fn is not None:
             return (fn, self._output_nr)
-        return (weak_accumulator(self), 0)
+        ref = self._grad_accumulator  # inlined weak_accumulator: this runs for every leaf of every operation
+        node = None if ref is None else ref()
+        return (weak_accumulator(self) if node is None else node, 0)
 
     # ---- representation, copying, pickling -----------------------------------------------------------
     def __repr__(self) -> str:
@@ -541,14 +543,15 @@ def _refuse_graph_write(target: Tensor, value) -> None:
 def _ufunc_into(ufunc, method, inputs, raw, out, kwargs, recording):
     """A ufunc with ``out=``: a data write, or a recorded in-place operation (``y += x`` with a graph)."""
     targets = out if isinstance(out, tuple) else (out,)
-    raw_targets = tuple(t.view(np.ndarray) if isinstance(t, Tensor) else t for t in targets)
-    graph_target = any(isinstance(t, Tensor) and (t._requires_grad or t._view_base is not None)
-                       for t in targets)
     if not recording:
+        raw_targets = []
         for target in targets:
-            if isinstance(target, Tensor) and graph_target and _grad_state.enabled:
-                _refuse_graph_write(target, None)
-        getattr(ufunc, method)(*raw, out=raw_targets, **kwargs)
+            if isinstance(target, Tensor):
+                if target._view_base is not None or target._function_output is not None:
+                    _refuse_graph_write(target, None)
+                target = target.view(np.ndarray)
+            raw_targets.append(target)
+        getattr(ufunc, method)(*raw, out=tuple(raw_targets), **kwargs)
         for target in targets:
             if isinstance(target, Tensor):
                 version_counter(target)[0] += 1
@@ -561,7 +564,7 @@ def _ufunc_into(ufunc, method, inputs, raw, out, kwargs, recording):
     if rule is None:
         raise NotImplementedError(f"numpy.{ufunc.__name__} with out= is not differentiable in modulecraft")
     # Record on a snapshot of the target's old value (backward may need it), then write and rebase.
-    snapshot = np.array(raw_targets[0], copy=True).view(Tensor)
+    snapshot = np.array(target.view(np.ndarray), copy=True).view(Tensor)
     snapshot._requires_grad = target._requires_grad
     snapshot._grad_fn = target._grad_fn
     snapshot._output_nr = target._output_nr

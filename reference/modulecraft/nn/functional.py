@@ -69,13 +69,13 @@ def linear(input, weight, bias=None):
         flat = linear(input.reshape(-1, raw_input.shape[-1]), weight, bias)
         return flat.reshape(*leading, flat.shape[-1])
     weight_t = raw_weight.T
-    transposed = (TBackward0(edges((weight,))), 0) if is_tracked(weight) else NO_EDGE
-    (input_edge,) = edges((input,))
+    transposed = (TBackward0((weight._edge(),)), 0) if is_tracked(weight) else NO_EDGE
+    input_edge = input._edge() if is_tracked(input) else NO_EDGE
     if bias is None:
         node = MmBackward0((input_edge, transposed))
         output = raw_input @ weight_t
     else:
-        node = AddmmBackward0((edges((bias,))[0], input_edge, transposed))
+        node = AddmmBackward0((bias._edge() if is_tracked(bias) else NO_EDGE, input_edge, transposed))
         node.bias_shape = raw_bias.shape
         output = raw_input @ weight_t
         output += raw_bias
