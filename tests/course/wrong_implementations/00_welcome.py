@@ -62,4 +62,46 @@ def count_parameters(module):
              "        return self.output(self.hidden(x))"),
         ],
     ),
+    dict(
+        grade_id="c00_predict_names",
+        mistake="predicts-renumbered-children",
+        feedback="the second Linear is child 2",
+        source='prediction = ["features.0.weight", "features.0.bias", "features.1.weight", "features.1.bias", "head.weight"]',
+    ),
+    dict(
+        grade_id="c00_predict_names",
+        mistake="predicts-head-bias",
+        feedback="head was built with bias=False",
+        source='''
+prediction = ["features.0.weight", "features.0.bias", "features.2.weight", "features.2.bias", "head.weight",
+              "head.bias"]
+''',
+    ),
+    dict(
+        grade_id="c00_fixed_stack",
+        mistake="plain-list-kept",
+        feedback="a plain list is an ordinary attribute",
+        edits=[
+            ("        self.layers = nn.ModuleList([nn.Linear(a, b) for a, b in zip(sizes, sizes[1:])])\n",
+             "        self.layers = [nn.Linear(a, b) for a, b in zip(sizes, sizes[1:])]\n"),
+        ],
+    ),
+    dict(
+        grade_id="c00_fixed_stack",
+        mistake="numbered-attributes",
+        feedback="keep the name layers and use nn.ModuleList",
+        source='''
+class FixedStack(nn.Module):
+    def __init__(self, sizes):
+        super().__init__()
+        for i, (a, b) in enumerate(zip(sizes, sizes[1:])):
+            setattr(self, f"layer{i}", nn.Linear(a, b))
+
+    def forward(self, x):
+        for layer in self.children():
+            x = layer(x)
+        return x
+''',
+    ),
 ]
+

@@ -52,10 +52,11 @@ WRONG_IMPLEMENTATIONS = [
         feedback="two modules share the same",
         source=f'''
 _EMPTY = {{"_parameters": {{}}, "_buffers": {{}}, "_modules": {{}}, "_non_persistent_buffers_set": set()}}
-_EMPTY.update({{hooks: OrderedDict() for hooks in {_HOOK_DICTS}}})
+_EMPTY.update({{hooks: OrderedDict() for hooks in ("_backward_pre_hooks", "_backward_hooks", *{_HOOK_DICTS})}})
 
 def module_init(self):
     object.__setattr__(self, "training", True)
+    object.__setattr__(self, "_is_full_backward_hook", None)
     for name, container in _EMPTY.items():
         object.__setattr__(self, name, container)
 ''',
@@ -120,5 +121,38 @@ def call_impl(self, *args, **kwargs):
              "    result = self.forward(*args, **kwargs)\n"
              "    for hook in self._forward_hooks.values():\n"),
         ],
+    ),
+]
+
+WRONG_IMPLEMENTATIONS += [
+    dict(
+        grade_id="c01_predict_hooks",
+        mistake="predicts-local-hooks-first",
+        feedback="global hooks run before local ones",
+        source='prediction = ["forward(2)", "hook A(4)", "hook B(4)", "global(4)", "returned 14"]',
+    ),
+    dict(
+        grade_id="c01_predict_hooks",
+        mistake="predicts-pre-hook-ignored",
+        feedback="the pre-hook's return value, a single value, replaced the input",
+        source='prediction = ["forward(1)", "global(2)", "hook A(2)", "hook B(2)", "returned 12"]',
+    ),
+    dict(
+        grade_id="c01_predict_hooks",
+        mistake="predicts-hook-result-ignored",
+        feedback="B's return value replaces what model(x) returns",
+        source='prediction = ["forward(2)", "global(4)", "hook A(4)", "hook B(4)", "returned 4"]',
+    ),
+    dict(
+        grade_id="c01_fixed_pipeline",
+        mistake="encoder-forward-still-called",
+        feedback="not self.encoder.forward(...)",
+        edits=[("return self.head(self.encoder(x))", "return self.head(self.encoder.forward(x))")],
+    ),
+    dict(
+        grade_id="c01_fixed_pipeline",
+        mistake="head-forward-still-called",
+        feedback="not self.head.forward(...)",
+        edits=[("return self.head(self.encoder(x))", "return self.head.forward(self.encoder(x))")],
     ),
 ]

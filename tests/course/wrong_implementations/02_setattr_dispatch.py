@@ -1,16 +1,3 @@
-# Not the mistake: the entries' original copies raised TypeError without the solution's "(... expected)" hint,
-# and that is kept so the submitted code is unchanged. Applied after each entry's own edit.
-_SHORT_MESSAGES = [
-    ("            raise TypeError(\n"
-     "                f\"cannot assign '{type(value).__name__}' as parameter '{name}' (nn.Parameter or None expected)\"\n"
-     "            )\n",
-     "            raise TypeError(f\"cannot assign '{type(value).__name__}' as parameter '{name}'\")\n"),
-    ("                raise TypeError(\n"
-     "                    f\"cannot assign '{type(value).__name__}' as child module '{name}' (nn.Module or None expected)\"\n"
-     "                )\n",
-     "                raise TypeError(f\"cannot assign '{type(value).__name__}' as child module '{name}'\")\n"),
-]
-
 WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id="c02_module_setattr",
@@ -19,7 +6,6 @@ WRONG_IMPLEMENTATIONS = [
         edits=[
             ("        remove_from(self.__dict__, self._buffers, self._modules, self._non_persistent_buffers_set)\n",
              ""),
-            *_SHORT_MESSAGES,
         ],
     ),
     dict(
@@ -29,7 +15,6 @@ WRONG_IMPLEMENTATIONS = [
         edits=[
             ("            remove_from(self.__dict__, self._parameters, self._buffers, self._non_persistent_buffers_set)\n",
              "            remove_from(self._parameters, self._buffers, self._non_persistent_buffers_set)\n"),
-            *_SHORT_MESSAGES,
         ],
     ),
     dict(
@@ -39,7 +24,6 @@ WRONG_IMPLEMENTATIONS = [
         edits=[
             ("    params = self.__dict__.get(\"_parameters\")\n",
              "    params = self._parameters\n"),
-            *_SHORT_MESSAGES,
         ],
     ),
     dict(
@@ -49,7 +33,6 @@ WRONG_IMPLEMENTATIONS = [
         edits=[
             ("                    persistent = name not in self._non_persistent_buffers_set\n",
              "                    persistent = True\n"),
-            *_SHORT_MESSAGES,
         ],
     ),
     dict(
@@ -136,6 +119,102 @@ def module_dir(self):
 def module_dir(self):
     keys = [*dir(type(self)), *self.__dict__, *self._parameters, *self._modules, *self._buffers]
     return [key for key in keys if not key[0].isdigit()]
+''',
+    ),
+    dict(
+        grade_id="c02_module_setattr",
+        mistake="buffer-value-unchecked",
+        feedback="step 5 checks the value itself",
+        edits=[
+            ("                if value is not None and not isinstance(value, np.ndarray):\n"
+             "                    raise TypeError(f\"cannot assign '{typename(value)}' as buffer '{name}' \"\n"
+             "                                    \"(modulecraft.nn.Buffer, numpy.ndarray or None expected)\")\n",
+             ""),
+        ],
+    ),
+    dict(
+        grade_id="c02_module_dir",
+        mistake="set-removes-duplicates",
+        feedback="do not use a set",
+        source='''
+def module_dir(self):
+    keys = {*dir(type(self)), *self.__dict__, *self._parameters, *self._modules, *self._buffers}
+    return sorted(key for key in keys if not key[0].isdigit())
+''',
+    ),
+    dict(
+        grade_id="c02_module_dir",
+        mistake="blog-dir-kept",
+        feedback="_buffers included",
+        source='''
+def module_dir(self):
+    keys = set(dir(type(self))) | set(self.__dict__) | set(self._parameters) | set(self._modules)
+    return sorted(key for key in keys if not key[0].isdigit())
+''',
+    ),
+    dict(
+        grade_id="c02_add_module",
+        mistake="name-checked-before-module",
+        feedback="the module's type first",
+        edits=[
+            ("    if not isinstance(module, nn.Module) and module is not None:\n"
+             "        raise TypeError(f\"{typename(module)} is not a Module subclass\")\n"
+             "    elif not isinstance(name, str):\n",
+             "    if not isinstance(name, str):\n"),
+            ("        raise KeyError('module name can\\'t be empty string \"\"')\n",
+             "        raise KeyError('module name can\\'t be empty string \"\"')\n"
+             "    elif not isinstance(module, nn.Module) and module is not None:\n"
+             "        raise TypeError(f\"{typename(module)} is not a Module subclass\")\n"),
+        ],
+    ),
+    dict(
+        grade_id="c02_add_module",
+        mistake="existing-attribute-not-checked",
+        feedback="attribute 'forward' already exists",
+        edits=[
+            ("    elif hasattr(self, name) and name not in self._modules:\n"
+             "        raise KeyError(f\"attribute '{name}' already exists\")\n",
+             ""),
+        ],
+    ),
+    dict(
+        grade_id="c02_add_module",
+        mistake="registration-hooks-ignored",
+        feedback="run each hook(self, name, module) in order",
+        edits=[
+            ("    for hook in module_impl._global_module_registration_hooks.values():\n"
+             "        output = hook(self, name, module)\n"
+             "        if output is not None:\n"
+             "            module = output\n",
+             ""),
+        ],
+    ),
+    dict(
+        grade_id="c02_add_module",
+        mistake="hook-result-not-stored",
+        feedback="each seeing the module an earlier hook returned",
+        edits=[
+            ("        output = hook(self, name, module)\n"
+             "        if output is not None:\n"
+             "            module = output\n",
+             "        hook(self, name, module)\n"),
+        ],
+    ),
+    dict(
+        grade_id="c02_predict_filing",
+        mistake="predicts-none-leaves-modules",
+        feedback="None may replace a child",
+        source='''
+prediction = {"a": ["__dict__"], "b": ["_parameters"], "c": ["_buffers"],
+              "d": ["_buffers", "_non_persistent_buffers_set"], "e": ["_parameters"]}
+''',
+    ),
+    dict(
+        grade_id="c02_predict_filing",
+        mistake="predicts-persistence-reset",
+        feedback="keeps the persistence it had",
+        source='''
+prediction = {"a": ["_modules"], "b": ["_parameters"], "c": ["_buffers"], "d": ["_buffers"], "e": ["_parameters"]}
 ''',
     ),
 ]

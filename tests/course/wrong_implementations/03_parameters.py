@@ -1,12 +1,3 @@
-# Not the mistake: the entries' original copies raised TypeError without the solution's "(... required)" hint,
-# and that is kept so the submitted code is unchanged. Applied after each entry's own edit.
-_SHORT_MESSAGE = [
-    ("        raise TypeError(\n"
-     "            f\"cannot assign '{type(param).__name__}' object to parameter '{name}' (nn.Parameter or None required)\"\n"
-     "        )\n",
-     "        raise TypeError(f\"cannot assign '{type(param).__name__}' object to parameter '{name}'\")\n"),
-]
-
 WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id="c03_parameter",
@@ -58,7 +49,6 @@ WRONG_IMPLEMENTATIONS = [
              "        raise KeyError(f\"attribute '{name}' already exists\")\n"
              "\n",
              ""),
-            *_SHORT_MESSAGE,
         ],
     ),
     dict(
@@ -68,7 +58,6 @@ WRONG_IMPLEMENTATIONS = [
         edits=[
             ("    if param is not None and not isinstance(param, nn.Parameter):\n",
              "    if param is not None and not isinstance(param, np.ndarray):\n"),
-            *_SHORT_MESSAGE,
         ],
     ),
     dict(
@@ -78,7 +67,6 @@ WRONG_IMPLEMENTATIONS = [
         edits=[
             ("    if param is not None and not isinstance(param, nn.Parameter):\n",
              "    if not isinstance(param, nn.Parameter):\n"),
-            *_SHORT_MESSAGE,
         ],
     ),
     dict(
@@ -109,5 +97,52 @@ WRONG_IMPLEMENTATIONS = [
             ("            self.bias = nn.Parameter(np.zeros(features, dtype=np.float32))\n",
              "            self.bias = np.zeros(features, dtype=np.float32)\n"),
         ],
+    ),
+    dict(
+        grade_id="c03_predict_registration",
+        mistake="predicts-child-name-free",
+        feedback="register_parameter does not remove it",
+        source='prediction = ["ok", "KeyError", "TypeError", "KeyError", "ok", "KeyError"]',
+    ),
+    dict(
+        grade_id="c03_predict_registration",
+        mistake="predicts-value-checked-first",
+        feedback="the name is checked before the value",
+        source='prediction = ["ok", "KeyError", "TypeError", "KeyError", "KeyError", "TypeError"]',
+    ),
+    dict(
+        grade_id="c03_fixed_experts",
+        mistake="dict-of-parameters-kept",
+        feedback="a dict of parameters is an ordinary attribute",
+        source='''
+class FixedExperts(nn.Module):
+    def __init__(self, count, features):
+        super().__init__()
+        self.scales = {f"scale_{i}": nn.Parameter(np.full(features, i + 1, dtype=np.float32)) for i in range(count)}
+
+    def forward(self, x):
+        for scale in self.scales.values():
+            x = x * scale
+        return x
+''',
+    ),
+    dict(
+        grade_id="c03_fixed_experts",
+        mistake="registered-copies",
+        feedback="not copies kept elsewhere",
+        source='''
+class FixedExperts(nn.Module):
+    def __init__(self, count, features):
+        super().__init__()
+        scales = [nn.Parameter(np.full(features, i + 1, dtype=np.float32)) for i in range(count)]
+        object.__setattr__(self, "scales", scales)
+        for i, scale in enumerate(scales):
+            self.register_parameter(f"scale_{i}", nn.Parameter(scale.copy()))
+
+    def forward(self, x):
+        for scale in self.scales:
+            x = x * scale
+        return x
+''',
     ),
 ]

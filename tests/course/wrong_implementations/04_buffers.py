@@ -1,12 +1,3 @@
-# Not the mistake: the entries' original copies raised TypeError without the solution's "(... required)" hint,
-# and that is kept so the submitted code is unchanged. Applied after each entry's own edit.
-_SHORT_MESSAGE = [
-    ("        raise TypeError(\n"
-     "            f\"cannot assign '{type(tensor).__name__}' object to buffer '{name}' (numpy.ndarray or None required)\"\n"
-     "        )\n",
-     "        raise TypeError(f\"cannot assign '{type(tensor).__name__}' object to buffer '{name}'\")\n"),
-]
-
 WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id="c04_register_buffer",
@@ -15,7 +6,6 @@ WRONG_IMPLEMENTATIONS = [
         edits=[
             ("        self._non_persistent_buffers_set.discard(name)\n",
              "        pass\n"),
-            *_SHORT_MESSAGE,
         ],
     ),
     dict(
@@ -26,7 +16,6 @@ WRONG_IMPLEMENTATIONS = [
             ("    elif hasattr(self, name) and name not in self._buffers:\n"
              "        raise KeyError(f\"attribute '{name}' already exists\")\n",
              ""),
-            *_SHORT_MESSAGE,
         ],
     ),
     dict(
@@ -34,12 +23,8 @@ WRONG_IMPLEMENTATIONS = [
         mistake="non-persistent-not-stored",
         feedback="Where 'mask' (persistent=False) lives",
         edits=[
-            ("        raise TypeError(\n"
-             "            f\"cannot assign '{type(tensor).__name__}' object to buffer '{name}' (numpy.ndarray or None required)\"\n"
-             "        )\n"
-             "    self._buffers[name] = tensor\n",
-             "        raise TypeError(f\"cannot assign '{type(tensor).__name__}' object to buffer '{name}'\")\n"),
-            ("    if persistent:\n",
+            ("    self._buffers[name] = tensor\n"
+             "    if persistent:\n",
              "    if persistent:\n"
              "        self._buffers[name] = tensor\n"),
         ],
@@ -90,6 +75,50 @@ def saved_buffers(module):
         edits=[
             ("        self.register_buffer(\"running_mean\", np.zeros(features, dtype=np.float32))\n",
              "        self.running_mean = nn.Parameter(np.zeros(features, dtype=np.float32))\n"),
+        ],
+    ),
+    dict(
+        grade_id="c04_predict_state",
+        mistake="predicts-persistence-reset",
+        feedback="assigning a plain array to it keeps that",
+        source='''
+prediction = ["scale", "count", "cache", "total", "norm.weight", "norm.bias", "norm.running_mean", "norm.running_var",
+              "norm.num_batches_tracked"]
+''',
+    ),
+    dict(
+        grade_id="c04_predict_state",
+        mistake="predicts-children-first",
+        feedback="own parameters first, then own buffers",
+        source='''
+prediction = ["norm.weight", "norm.bias", "norm.running_mean", "norm.running_var", "norm.num_batches_tracked",
+              "scale", "count", "total"]
+''',
+    ),
+    dict(
+        grade_id="c04_predict_state",
+        mistake="predicts-plain-array-saved",
+        feedback="a plain array attribute is neither a parameter nor a buffer",
+        source='''
+prediction = ["scale", "count", "history", "total", "norm.weight", "norm.bias", "norm.running_mean",
+              "norm.running_var", "norm.num_batches_tracked"]
+''',
+    ),
+    dict(
+        grade_id="c04_fixed_encoding",
+        mistake="table-still-saved",
+        feedback="register it with persistent=False",
+        edits=[
+            (", persistent=False)\n", ")\n"),
+        ],
+    ),
+    dict(
+        grade_id="c04_fixed_encoding",
+        mistake="table-plain-attribute",
+        feedback="not a plain attribute",
+        edits=[
+            ("        self.register_buffer(\"table\", np.sin(np.arange(length, dtype=np.float32)), persistent=False)\n",
+             "        self.table = np.sin(np.arange(length, dtype=np.float32))\n"),
         ],
     ),
 ]
