@@ -11,6 +11,11 @@ that follow the anatomy of a chapter (an existing ``slideshow`` metadata always 
 - left out: solutions and graded tests (a deck is shown to the class before they do the exercises), code cells
   without output (imports, plumbing that plugs an exercise in), and the "Check your work" section.
 
+The decks work offline: reveal.js 5 comes from the pip package ``sphinx-revealjs`` (which ships its built files) and
+is copied next to the decks, ``<out>/reveal.js/``; the deck template loads nothing else (nbconvert's stock reveal
+template fetches require.js, jQuery, Mermaid and MathJax from CDNs). ``--reveal-url-prefix`` loads reveal.js from
+elsewhere instead.
+
 Drawings are rendered with a larger font for the projector (``$MODULECRAFT_VIZ_FONTSIZE`` in the kernel).
 Steppers show their static sequence of steps in the deck and in the saved notebook, since no kernel answers the
 buttons there.
@@ -21,14 +26,17 @@ from __future__ import annotations
 import argparse
 import copy
 import html
+import importlib.util
 import os
 import re
+import shutil
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
+from jinja2 import DictLoader
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, DeadKernelError
 from nbconvert import SlidesExporter
@@ -43,6 +51,43 @@ SKIPPED_SECTIONS = ("check your work",)
 KERNEL_ATTEMPTS = 2  # a kernel that fails to start on a loaded machine gets one more chance
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 SOLUTION_MARKERS = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n?", re.M)
+
+LOCAL_REVEAL = "reveal.js"  # the folder in ``out`` that holds reveal.js for every deck
+REVEAL_THEME = "white"      # its fonts ship with it (the "simple" theme imports Google fonts)
+# What a deck loads from reveal.js (paths inside the distribution); nothing else is copied.
+REVEAL_FILES = ("LICENSE", "dist/reveal.js", "dist/reveal.css", f"dist/theme/{REVEAL_THEME}.css",
+                "dist/theme/fonts/source-sans-pro", "plugin/notes/notes.js")
+
+# nbconvert's reveal template with every CDN script removed (require.js, jQuery, Mermaid, MathJax, the widget
+# manager) and reveal.js loaded by plain <script> tags, so a deck needs nothing but the files next to it.
+OFFLINE_DECK = """{%- extends 'reveal/index.html.j2' -%}
+{%- block html_head_js -%}{%- endblock html_head_js -%}
+{%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}
+{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
+{% block footer_js %}
+<script src="{{ reveal_url_prefix }}/dist/reveal.js"></script>
+<script src="{{ reveal_url_prefix }}/plugin/notes/notes.js"></script>
+<script>
+Reveal.initialize({
+    controls: true, progress: true, history: true, plugins: [RevealNotes],
+    transition: "{{ reveal_transition }}", slideNumber: "{{ reveal_number }}",
+    width: {{ reveal_width }}, height: {{ reveal_height }},
+});
+// Sub-slides taller than the screen scroll (what the stock template does with jQuery).
+Reveal.on("slidechanged", function () {
+    if (!{{ reveal_scroll }}) return;
+    var tallest = document.querySelector(".reveal").offsetHeight * 0.95;
+    document.querySelectorAll("section.present section").forEach(function (section) {
+        if (section.offsetHeight > tallest) {
+            section.style.height = "calc(95vh)";
+            section.style.overflowY = "scroll";
+            section.style.marginTop = "20px";
+        }
+    });
+});
+</script>
+{% endblock footer_js %}
+"""
 
 
 def chapters(source: Path = COURSE_SOURCE) -> list[str]:
@@ -187,13 +232,39 @@ def execute(notebook, workdir: Path, font_size: float) -> None:
         client.execute(env=env)  # the client starts the kernel, so it also shuts it down
 
 
-def export_slides(deck, reveal_url_prefix: str | None = None) -> str:
-    """The reveal.js deck as one HTML file; reveal.js itself comes from ``reveal_url_prefix`` (default: a CDN)."""
-    location = {"reveal_url_prefix": reveal_url_prefix} if reveal_url_prefix else {}
-    exporter = SlidesExporter(reveal_scroll=True, reveal_transition="none", exclude_input_prompt=True,
-                              exclude_output_prompt=True, **location)
+def export_slides(deck, reveal_url_prefix: str = f"../{LOCAL_REVEAL}") -> str:
+    """The reveal.js deck as one HTML file that loads reveal.js from ``reveal_url_prefix`` and nothing from the
+    network (default: the copy :func:`copy_reveal` puts next to the chapter folders)."""
+    exporter = SlidesExporter(reveal_scroll=True, reveal_transition="none", reveal_theme=REVEAL_THEME,
+                              reveal_url_prefix=reveal_url_prefix, exclude_input_prompt=True,
+                              exclude_output_prompt=True, extra_loaders=[DictLoader({"offline.j2": OFFLINE_DECK})],
+                              template_file="offline.j2")
     body, _ = exporter.from_notebook_node(deck, resources={"metadata": {"name": _title(deck)}})
     return body
+
+
+def reveal_distribution() -> Path:
+    """The built reveal.js files inside the installed ``sphinx-revealjs`` package (found, not imported: importing it
+    would load Sphinx)."""
+    spec = importlib.util.find_spec("sphinx_revealjs")
+    folder = Path(next(iter(spec.submodule_search_locations))) / "_static" / "revealjs" if spec else None
+    if folder is None or not (folder / "dist" / "reveal.js").is_file():
+        raise SystemExit("demo: the decks load reveal.js from the package sphinx-revealjs, which is not installed: "
+                         "pip install sphinx-revealjs (it is a dependency of this project: pip install -e .)")
+    return folder
+
+
+def copy_reveal(out: Path) -> Path:
+    """Copy the parts of reveal.js a deck loads into ``out/reveal.js`` (replacing an older copy)."""
+    source, target = reveal_distribution(), out / LOCAL_REVEAL
+    shutil.rmtree(target, ignore_errors=True)
+    for name in REVEAL_FILES:
+        if (source / name).is_dir():
+            shutil.copytree(source / name, target / name)
+        else:
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source / name, target / name)
+    return target
 
 
 def _title(notebook) -> str:
@@ -227,7 +298,8 @@ def build_chapter(chapter: str, out: Path, source: Path, font_size: float, revea
     if error:
         slides.unlink(missing_ok=True)  # a deck from an earlier build would no longer match
         return Built(chapter, _title(notebook), executed, None, error)
-    slides.write_text(export_slides(assign_slides(notebook), reveal_url_prefix), encoding="utf-8")
+    location = {"reveal_url_prefix": reveal_url_prefix} if reveal_url_prefix else {}
+    slides.write_text(export_slides(assign_slides(notebook), **location), encoding="utf-8")
     return Built(chapter, _title(notebook), executed, slides)
 
 
@@ -276,6 +348,8 @@ def build(out: Path = DEFAULT_OUT, chapter_names=None, source: Path = COURSE_SOU
     if not selected:
         raise SystemExit(f"demo: no chapters found in {source} (expected <chapter>/<chapter>.ipynb)")
     _claim(out)
+    if not reveal_url_prefix:
+        copy_reveal(out)
     built = []
     for chapter in selected:
         progress(f"demo: {chapter} ...")
@@ -295,7 +369,7 @@ def main(argv=None) -> int:
     command.add_argument("--font-size", type=float, default=PROJECTOR_FONT_SIZE,
                          help=f"font size of the drawings, in points (default: {PROJECTOR_FONT_SIZE})")
     command.add_argument("--reveal-url-prefix", metavar="URL",
-                         help="where the decks load reveal.js 4 from (default: nbconvert's CDN)")
+                         help=f"where the decks load reveal.js 5 from (default: a copy in <out>/{LOCAL_REVEAL})")
     args = parser.parse_args(argv)
     built = build(args.out, args.chapters, font_size=args.font_size, reveal_url_prefix=args.reveal_url_prefix)
     failed = [item.chapter for item in built if not item.slides]

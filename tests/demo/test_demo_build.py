@@ -74,6 +74,84 @@ def test_saved_steppers_show_their_static_sequence():
     assert "widgets" not in notebook.metadata
 
 
+# -- decks that work without network ----------------------------------------------------------------------------
+
+SCREENSHOTS = COURSE_SOURCE.parents[1] / "test-artifacts" / "demo"  # git-ignored, looked at by people
+REMOTE = re.compile(r"""(?:<script[^>]*\ssrc|<link[^>]*\shref|@import\s+url)\s*[=(]\s*["']?(?:https?:)?//""", re.I)
+LOCAL = re.compile(r"""<(?:script[^>]*\ssrc|link[^>]*\shref)=["']([^"'#?]+)""", re.I)
+
+
+def _offline_deck(folder):
+    """The small chapter as a deck in ``folder/chapter/``, with reveal.js copied into ``folder`` as a build does."""
+    demo.copy_reveal(folder)
+    (folder / "chapter").mkdir()
+    deck, notebook = folder / "chapter" / "chapter.slides.html", _executed_chapter()[0]
+    demo._static_steppers(notebook)
+    deck.write_text(demo.export_slides(demo.assign_slides(notebook)), encoding="utf-8")
+    return deck
+
+
+def _assert_self_contained(deck):
+    """No script or stylesheet from the network, in the deck or in the CSS it loads; every local file is there."""
+    html = deck.read_text()
+    assert not REMOTE.findall(html), REMOTE.findall(html)
+    for reference in LOCAL.findall(html):
+        loaded = (deck.parent / reference).resolve()
+        assert loaded.is_file(), f"{deck.name} loads {reference}, which the build did not copy"
+        if loaded.suffix == ".css":
+            assert not REMOTE.findall(loaded.read_text()), f"{reference} imports from the network"
+            for imported in re.findall(r"@import\s+url\(([^)]+)\)", loaded.read_text()):
+                assert (loaded.parent / imported).is_file(), f"{reference} imports {imported}, which is missing"
+
+
+def test_a_deck_loads_reveal_js_from_the_copy_next_to_it(tmp_path):
+    deck = _offline_deck(tmp_path)
+    _assert_self_contained(deck)
+    loaded = LOCAL.findall(deck.read_text())
+    assert "../reveal.js/dist/reveal.js" in loaded and "../reveal.js/dist/reveal.css" in loaded
+    assert "require" not in " ".join(loaded) and "jquery" not in " ".join(loaded).lower()
+
+
+def test_the_stock_template_would_load_from_cdns():
+    """The defence above matters: nbconvert's own reveal template fetches reveal.js, require.js and jQuery."""
+    from nbconvert import SlidesExporter
+
+    notebook = _executed_chapter()[0]
+    demo._static_steppers(notebook)
+    stock, _ = SlidesExporter().from_notebook_node(demo.assign_slides(notebook))
+    assert len(REMOTE.findall(stock)) >= 3
+
+
+@pytest.mark.browser
+def test_a_deck_renders_offline_in_chromium(tmp_path):
+    """Chromium with every non-file request refused: reveal.js starts and lays out the slides."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("no Chromium found (Debian: apt-get install -y chromium)")
+    from playwright.sync_api import sync_playwright
+
+    deck = _offline_deck(tmp_path)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    refused = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, headless=True,
+                                             args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 800})
+            page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file:")
+                       else (refused.append(route.request.url), route.abort()))
+            page.goto(deck.as_uri())
+            page.wait_for_selector(".reveal.ready", timeout=15_000)
+            assert page.evaluate("Reveal.isReady() && Reveal.getTotalSlides()") >= 3
+            title = page.locator("section.present h1")
+            assert title.text_content().startswith("Chapter 9")
+            assert title.evaluate("h => getComputedStyle(h).textTransform") == "uppercase", "the theme did not load"
+            page.screenshot(path=str(SCREENSHOTS / "offline-deck.png"))
+        finally:
+            browser.close()
+    assert refused == [], f"the deck asked the network for {refused}"
+
+
 def test_refuses_to_write_into_a_folder_it_did_not_make(tmp_path):
     (tmp_path / "notes.txt").write_text("mine")
     with pytest.raises(SystemExit, match="did not make"):
@@ -132,6 +210,7 @@ def test_chapter_deck(built, chapter):
     assert slides.count("<svg") >= drawings, "every drawing is in the deck as an inline SVG"
     assert slides.count("<section") >= 3
     assert "HIDDEN TESTS" not in slides
+    _assert_self_contained(out / chapter / f"{chapter}.slides.html")
 
 
 @pytest.mark.slow
