@@ -365,6 +365,20 @@ def test_full_and_non_full_hooks_do_not_mix(lib):
 
 
 @differential
+def test_global_full_hooks_beside_a_local_non_full_hook(lib):
+    module = product(lib)
+    log = []
+    names = {module: "module"}
+    lib.hooks.register_module_full_backward_hook(recorder(log, names, "global full"))
+    lib.hooks.register_module_full_backward_pre_hook(recorder(log, names, "global pre"))
+    module.register_backward_hook(recorder(log, names, "local non-full"))
+    a, b = lib.leaf(INPUT), lib.leaf(INPUT[::-1].copy())
+    output, caught = warned(lambda: module(a, b), "is deprecated")
+    (output * 2).sum().backward()
+    return caught, log, a.grad, b.grad
+
+
+@differential
 def test_handles_remove_backward_hooks(lib):
     layer = linear(lib, 3, 2)
     log = []
