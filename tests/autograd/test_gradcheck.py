@@ -84,6 +84,10 @@ UNARY = {
     "copy": (lambda x: x.copy(), None),
     "astype": (lambda x: x.astype(np.float64, copy=True), None),
     "relu": (F.relu, None),
+    "round (zero gradient)": (lambda x: (x * 10).round(), None),
+    "round decimals": (lambda x: np.round(x, 2), None),
+    "floor": (np.floor, None),
+    "sign": (np.sign, 0.1),
 }
 
 

@@ -343,6 +343,9 @@ class Tensor(np.ndarray):
     def min(self, axis=None, out=None, keepdims=False, **kwargs):
         return self._method(np.min, "min", axis=axis, out=out, keepdims=keepdims, **kwargs)
 
+    def round(self, decimals=0, out=None):
+        return self._method(np.round, "round", decimals=decimals, out=out)
+
     def _method(self, function, name, **kwargs):
         """An ndarray method: numpy's ``function`` while recording, else the plain method (no dispatch)."""
         if self._requires_grad and _grad_state.enabled:
@@ -378,7 +381,7 @@ def _guard_method(name: str):
     return guarded
 
 
-for _name in ("repeat", "take", "diagonal", "round", "cumsum", "cumprod", "prod", "trace", "compress",
+for _name in ("repeat", "take", "diagonal", "cumsum", "cumprod", "prod", "trace", "compress",
               "choose", "conj", "conjugate", "argmax", "argmin", "argsort", "nonzero", "all", "any",
               "tolist", "item", "tobytes", "__copy__"):
     setattr(Tensor, _name, _guard_method(_name))

@@ -1,5 +1,7 @@
 """Elementwise operations (numpy ufuncs): arithmetic with broadcasting, ``exp``, ``log``, ``tanh``, ``maximum``...
 
+``round``/``floor``/``ceil``/``trunc``/``sign`` record a node whose gradient is zero, as torch's do.
+
 Node names and edges follow torch: ``x + 1`` records ``AddBackward0`` with edges (x, None); a Python number
 on the left of ``+`` or ``*`` is moved to the right as torch does; ``1 - x`` is ``RsubBackward1``, ``x ** 2``
 is ``PowBackward0`` and ``2 ** x`` is ``PowBackward2`` (one edge each). ``2 / x`` records one
@@ -12,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from modulecraft.autograd.graph import Node
-from modulecraft.autograd.ops.registry import UFUNCS
-from modulecraft.autograd.tensor import edges, result, save, save_output
+from modulecraft.autograd.ops.registry import UFUNCS, implements
+from modulecraft.autograd.tensor import edges, plain, result, save, save_output
 
 __all__ = ["unbroadcast"]
 
@@ -200,6 +202,49 @@ class ReciprocalBackward0(Node):
         return (-grad * out * out,)
 
 
+class _ZeroGradient(Node):
+    """Piecewise-constant functions: their gradient is 0 wherever it exists (torch's rule)."""
+
+    __slots__ = ()
+
+    def backward(self, grad):
+        return (np.zeros_like(grad),)
+
+
+class RoundBackward0(_ZeroGradient):
+    __slots__ = ()
+
+
+class RoundBackward1(_ZeroGradient):
+    """``round`` with ``decimals``."""
+
+    __slots__ = ()
+
+
+class FloorBackward0(_ZeroGradient):
+    __slots__ = ()
+
+
+class CeilBackward0(_ZeroGradient):
+    __slots__ = ()
+
+
+class TruncBackward0(_ZeroGradient):
+    __slots__ = ()
+
+
+class SignBackward0(_ZeroGradient):
+    __slots__ = ()
+
+
+@implements(np.round, np.around)
+def round(a, decimals=0, out=None):
+    if out is not None:
+        raise NotImplementedError("numpy.round with out= is not differentiable in modulecraft")
+    node = (RoundBackward1 if decimals else RoundBackward0)(edges((a,)))
+    return result(np.round(plain(a), decimals), node)
+
+
 def _binary(node_class, ufunc, saves_inputs: bool, commutative: bool = False):
     def rule(inputs, raw):
         if commutative and _is_number(raw[0]) and not _is_number(raw[1]):
@@ -272,4 +317,9 @@ UFUNCS.update({
     np.sqrt: _unary(SqrtBackward0, np.sqrt, "output"),
     np.absolute: _unary(AbsBackward0, np.absolute, "input"),
     np.reciprocal: _unary(ReciprocalBackward0, np.reciprocal, "output"),
+    np.rint: _unary(RoundBackward0, np.rint, None),
+    np.floor: _unary(FloorBackward0, np.floor, None),
+    np.ceil: _unary(CeilBackward0, np.ceil, None),
+    np.trunc: _unary(TruncBackward0, np.trunc, None),
+    np.sign: _unary(SignBackward0, np.sign, None),
 })
