@@ -5,12 +5,16 @@
 ``running_mean`` set to ``[0.5, -1.5]``; its state_dict plus ``step = 7``).
 """
 
+import io
+import zipfile
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import modulecraft
 from modulecraft import nn
+from modulecraft.serialization import CheckpointError
 
 FIXTURE = Path(__file__).parent / "fixtures" / "before_safetensors.npz"
 
@@ -44,3 +48,30 @@ def test_the_npz_writer_is_still_there_on_request(tmp_path):
     with np.load(path, allow_pickle=False) as archive:
         assert "__modulecraft__" in archive.files
     assert list(modulecraft.load(path)) == list(modulecraft.load(FIXTURE))
+
+
+def with_member(name: str, content: bytes) -> bytes:
+    """The fixture with one member replaced."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(FIXTURE) as source, zipfile.ZipFile(buffer, "w") as target:
+        for info in source.infolist():
+            target.writestr(info.filename, content if info.filename == name else source.read(info))
+    return buffer.getvalue()
+
+
+def npy(shape, data: bytes, descr="<f4") -> bytes:
+    buffer = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buffer, {"descr": descr, "fortran_order": False, "shape": shape})
+    return buffer.getvalue() + data
+
+
+@pytest.mark.parametrize("shape", [(2**40,), (2**20, 2**20), (4,)], ids=["8 TiB", "4 TiB", "short"])
+def test_an_npy_header_declaring_more_data_than_its_member_holds_is_refused_unallocated(shape):
+    """numpy would allocate what the header declares (8 TiB: MemoryError) before finding the data missing."""
+    with pytest.raises(CheckpointError, match="member '0.bias.npy' declares .* bytes of data for shape"):
+        modulecraft.load(io.BytesIO(with_member("0.bias.npy", npy(shape, b"\0" * 8))))
+
+
+def test_an_object_array_is_still_refused_by_numpy_without_unpickling():
+    with pytest.raises(CheckpointError, match="allow_pickle=False"):
+        modulecraft.load(io.BytesIO(with_member("0.bias.npy", npy((1,), b"\x80\x02N.", descr="|O"))))
