@@ -2,6 +2,154 @@
 
 WRONG_IMPLEMENTATIONS = [
     dict(
+        grade_id='c06_register_hooks',
+        mistake='prepend-ignored',
+        feedback='a pre-hook registered second with prepend=True',
+        edits=[
+            ("    if prepend:\n"
+             "        self._forward_pre_hooks.move_to_end(handle.id, last=False)\n",
+             ""),
+        ],
+    ),
+    dict(
+        grade_id='c06_register_hooks',
+        mistake='prepend-moves-to-end',
+        feedback='a pre-hook registered second with prepend=True',
+        edits=[
+            ("        self._forward_pre_hooks.move_to_end(handle.id, last=False)\n",
+             "        self._forward_pre_hooks.move_to_end(handle.id)\n"),
+        ],
+    ),
+    dict(
+        grade_id='c06_register_hooks',
+        mistake='pre-hook-kwargs-not-recorded',
+        feedback='with_kwargs hooks get the keyword arguments',
+        edits=[
+            ("    if with_kwargs:\n"
+             "        self._forward_pre_hooks_with_kwargs[handle.id] = True\n",
+             ""),
+        ],
+    ),
+    dict(
+        grade_id='c06_register_hooks',
+        mistake='side-tables-not-given-to-handle',
+        feedback="tables still holding a forward hook's id after handle.remove()",
+        edits=[
+            ("    handle = RemovableHandle(self._forward_hooks,\n"
+             "                             extra_dict=[self._forward_hooks_with_kwargs, self._forward_hooks_always_called])\n",
+             "    handle = RemovableHandle(self._forward_hooks)\n"),
+        ],
+    ),
+    dict(
+        grade_id='c06_register_hooks',
+        mistake='pre-hook-side-table-not-given-to-handle',
+        feedback='must clean _forward_pre_hooks_with_kwargs too',
+        edits=[
+            ("    handle = RemovableHandle(self._forward_pre_hooks, extra_dict=self._forward_pre_hooks_with_kwargs)\n",
+             "    handle = RemovableHandle(self._forward_pre_hooks)\n"),
+        ],
+    ),
+    dict(
+        grade_id='c06_register_hooks',
+        mistake='forward-hook-prepend-ignored',
+        feedback='prepend=True puts a forward hook first',
+        edits=[
+            ("    if prepend:\n"
+             "        self._forward_hooks.move_to_end(handle.id, last=False)\n",
+             ""),
+        ],
+    ),
+    dict(
+        grade_id='c06_register_hooks',
+        mistake='global-always-call-in-wrong-table',
+        feedback='a global always_call hook when forward fails',
+        edits=[
+            ("        registry._global_forward_hooks_always_called[handle.id] = True\n",
+             "        registry._global_forward_hooks_with_kwargs[handle.id] = True\n"),
+        ],
+    ),
+    dict(
+        grade_id='c06_register_hooks',
+        mistake='global-with-kwargs-forgotten',
+        feedback='a call with a global with_kwargs hook',
+        edits=[
+            ("    if with_kwargs:\n"
+             "        registry._global_forward_hooks_with_kwargs[handle.id] = True\n",
+             ""),
+        ],
+    ),
+    dict(
+        grade_id='c06_register_hooks',
+        mistake='ids-by-count',
+        feedback='its ids come from one counter',
+        source='''class _CountedHandle:
+    def __init__(self, table, extra):
+        self.table, self.extra, self.id = table, extra, len(table)
+
+    def remove(self):
+        for table in (self.table, *self.extra):
+            table.pop(self.id, None)
+
+
+def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+    handle = _CountedHandle(self._forward_pre_hooks, [self._forward_pre_hooks_with_kwargs])
+    self._forward_pre_hooks[handle.id] = hook
+    if with_kwargs:
+        self._forward_pre_hooks_with_kwargs[handle.id] = True
+    if prepend:
+        self._forward_pre_hooks.move_to_end(handle.id, last=False)
+    return handle
+
+
+def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
+    handle = _CountedHandle(self._forward_hooks, [self._forward_hooks_with_kwargs, self._forward_hooks_always_called])
+    self._forward_hooks[handle.id] = hook
+    if with_kwargs:
+        self._forward_hooks_with_kwargs[handle.id] = True
+    if always_call:
+        self._forward_hooks_always_called[handle.id] = True
+    if prepend:
+        self._forward_hooks.move_to_end(handle.id, last=False)
+    return handle
+
+
+def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
+    handle = RemovableHandle(registry._global_forward_hooks, extra_dict=registry._global_forward_hooks_always_called)
+    registry._global_forward_hooks[handle.id] = hook
+    if with_kwargs:
+        registry._global_forward_hooks_with_kwargs[handle.id] = True
+    if always_call:
+        registry._global_forward_hooks_always_called[handle.id] = True
+    return handle''',
+    ),
+    dict(
+        grade_id='c06_predict_firing',
+        mistake='predicts-local-first',
+        feedback='your prediction of the events of layer(1)',
+        edits=[
+            ('firing_order = ["global pre", "pre B", "pre A", "forward", "global hook", "hook D", "hook C"]',
+             'firing_order = ["pre B", "pre A", "global pre", "forward", "hook D", "hook C", "global hook"]'),
+        ],
+    ),
+    dict(
+        grade_id='c06_predict_firing',
+        mistake='predicts-prepend-ignored',
+        feedback='your prediction of the events of layer(1)',
+        edits=[
+            ('firing_order = ["global pre", "pre B", "pre A", "forward", "global hook", "hook D", "hook C"]',
+             'firing_order = ["global pre", "pre A", "pre B", "forward", "global hook", "hook C", "hook D"]'),
+        ],
+    ),
+    dict(
+        grade_id='c06_predict_firing',
+        mistake='predicts-all-hooks-after-failure',
+        feedback='only the always_call forward hooks run',
+        edits=[
+            ('firing_order_when_forward_fails = ["global pre", "pre B", "pre A", "forward", "hook C"]',
+             'firing_order_when_forward_fails = ["global pre", "pre B", "pre A", "forward", "global hook", "hook D", "hook C"]'),
+        ],
+    ),
+    dict(
         grade_id='c06_run_forward_pre_hooks',
         mistake='local-first',
         feedback='global pre-hooks run before local ones',
@@ -58,6 +206,34 @@ WRONG_IMPLEMENTATIONS = [
         ],
     ),
     dict(
+        grade_id='c06_run_forward_hooks',
+        mistake='colleagues-version',
+        feedback='three forward hooks',
+        source='''def run_forward_hooks(module, args, kwargs, output, called):
+    result = output
+    for hook_id, hook in (*registry._global_forward_hooks.items(), *module._forward_hooks.items()):
+        if hook_id in module._forward_hooks_always_called:
+            called.add(hook_id)
+        if hook_id in module._forward_hooks_with_kwargs:
+            new = hook(module, args, kwargs, output)
+        else:
+            new = hook(module, args, output)
+        if new is not None:
+            result = new
+    return result''',
+    ),
+    dict(
+        grade_id='c06_run_forward_hooks',
+        mistake='global-side-tables-ignored',
+        feedback='Global with_kwargs forward hooks',
+        edits=[
+            ("        if hook_id in module._forward_hooks_always_called or hook_id in registry._global_forward_hooks_always_called:\n",
+             "        if hook_id in module._forward_hooks_always_called:\n"),
+            ("        if hook_id in module._forward_hooks_with_kwargs or hook_id in registry._global_forward_hooks_with_kwargs:\n",
+             "        if hook_id in module._forward_hooks_with_kwargs:\n"),
+        ],
+    ),
+    dict(
         grade_id='c06_call_impl',
         mistake='no-fast-path',
         feedback='called through the fast path',
@@ -87,6 +263,80 @@ WRONG_IMPLEMENTATIONS = [
              "        raise",
              "                )\n"
              "        return output"),
+        ],
+    ),
+    dict(
+        grade_id='c06_registration_hooks',
+        mistake='parameter-hooks-for-none',
+        feedback='a None parameter is stored without running the parameter hooks',
+        edits=[
+            ("    if param is None:\n"
+             "        self._parameters[name] = None\n"
+             "        return\n"
+             "    if not isinstance(param, nn.Parameter):\n",
+             "    if param is not None and not isinstance(param, nn.Parameter):\n"),
+        ],
+    ),
+    dict(
+        grade_id='c06_registration_hooks',
+        mistake='buffer-hooks-skip-none',
+        feedback='buffer hooks run for None too',
+        edits=[
+            ("    for hook in registry._global_buffer_registration_hooks.values():\n"
+             "        output = hook(self, name, tensor)\n",
+             "    for hook in registry._global_buffer_registration_hooks.values() if tensor is not None else ():\n"
+             "        output = hook(self, name, tensor)\n"),
+        ],
+    ),
+    dict(
+        grade_id='c06_registration_hooks',
+        mistake='replacement-ignored',
+        feedback='register_parameter(\'w\', ones) with two hooks',
+        edits=[
+            ("    for hook in registry._global_parameter_registration_hooks.values():\n"
+             "        output = hook(self, name, param)\n"
+             "        if output is not None:\n"
+             "            param = output\n",
+             "    for hook in registry._global_parameter_registration_hooks.values():\n"
+             "        hook(self, name, param)\n"),
+        ],
+    ),
+    dict(
+        grade_id='c06_registration_hooks',
+        mistake='chain-broken',
+        feedback='register_parameter(\'w\', ones) with two hooks',
+        edits=[
+            ("    for hook in registry._global_parameter_registration_hooks.values():\n"
+             "        output = hook(self, name, param)\n"
+             "        if output is not None:\n"
+             "            param = output\n"
+             "    self._parameters[name] = param\n",
+             "    result = param\n"
+             "    for hook in registry._global_parameter_registration_hooks.values():\n"
+             "        output = hook(self, name, param)\n"
+             "        if output is not None:\n"
+             "            result = output\n"
+             "    self._parameters[name] = result\n"),
+        ],
+    ),
+    dict(
+        grade_id='c06_registration_hooks',
+        mistake='persistent-ignored',
+        feedback='a buffer hook that replaces None',
+        edits=[
+            ("    if persistent:\n"
+             "        self._non_persistent_buffers_set.discard(name)\n"
+             "    else:\n"
+             "        self._non_persistent_buffers_set.add(name)",
+             ""),
+        ],
+    ),
+    dict(
+        grade_id='c06_registration_hooks',
+        mistake='no-name-checks',
+        feedback='Run the name checks first',
+        edits=[
+            ("    self._check_member_name(\"parameter\", \"_parameters\", name)\n", ""),
         ],
     ),
 ]
