@@ -210,6 +210,25 @@ def test_tensors_passed_as_keywords_are_not_hooked(lib):
 
 
 @differential
+def test_every_backward_through_a_retained_graph_fires_the_hooks(lib):
+    class NoInputs(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = lib.Parameter(lib.tensor([1.0, -2.0]))
+
+        def forward(self):
+            return self.weight * 3
+
+    layer, source = linear(lib, 3, 2), NoInputs()
+    log = logged({layer: "layer", source: "no inputs"})
+    output = layer(lib.leaf(INPUT))
+    for scale in (1.0, 2.0):
+        (loss(lib, output) * scale).backward(retain_graph=True)
+    _, caught = warned(lambda: source().sum().backward(), "no inputs require gradients")
+    return log, caught, layer.weight.grad, source.weight.grad
+
+
+@differential
 def test_a_gradient_that_bypasses_the_outputs_fires_no_full_hook(lib):
     class Caching(lib.nn.Module):
         def forward(self, x):
