@@ -2,6 +2,8 @@
 format is chosen by suffix, ``format=`` or (on load) the file's first bytes."""
 
 import io
+import json
+import struct
 from collections import OrderedDict
 
 import numpy as np
@@ -136,11 +138,19 @@ def test_a_failed_save_leaves_an_existing_file_untouched(tmp_path):
     assert path.read_bytes() == before
 
 
+def safetensors_bytes(header: dict, data_size: int) -> bytes:
+    encoded = json.dumps(header).encode()
+    return struct.pack("<Q", len(encoded)) + encoded + bytes(data_size)
+
+
 @pytest.mark.parametrize("content, message", [
     (b"", "is not a checkpoint modulecraft reads"),
     (b"hello world, not a checkpoint", "is not a checkpoint modulecraft reads"),
     (b"\x10\x00\x00\x00\x00\x00\x00\x00{\"a\": 1}", "not a valid safetensors file"),
     (b"\x80\x02\x8a\x0alegacy torch", "legacy format"),
+    (safetensors_bytes({"w": {"dtype": "F32", "shape": [2**40], "data_offsets": [0, 8]}}, 8), "invalid shape"),
+    (safetensors_bytes({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 2**42]}}, 8), "invalid shape"),
+    (safetensors_bytes({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}, 4), "not fully covered"),
 ])
 def test_what_is_not_a_checkpoint_is_refused_clearly(content, message):
     with pytest.raises(CheckpointError, match=message):
