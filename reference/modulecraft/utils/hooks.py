@@ -164,7 +164,6 @@ class BackwardHook:
                         raise RuntimeError("Backward pre hook returned an invalid number of grad_output, got "
                                            f"{len(hook_grad_outputs)}, but expected {len(self.grad_outputs)}")
                     self.grad_outputs = hook_grad_outputs
-                local_grad_outputs = self.grad_outputs
                 if self.input_tensors_index is None:
                     # No input requires grad: no input node will fire, so the full hooks are called here. The
                     # warning points past this hook and the engine's four frames, at the caller of .backward().
@@ -179,7 +178,7 @@ class BackwardHook:
                                                        and all(el is None for el in result)):
                             raise RuntimeError("Backward hook for Modules where no input requires gradient "
                                                "should always return None or None for all gradients.")
-                return self._unpack_none(self.output_tensors_index, local_grad_outputs)
+                return self._unpack_none(self.output_tensors_index, self.grad_outputs)
 
             grad_fn.register_hook(hook)
 
