@@ -127,6 +127,17 @@ def test_full_hooks_on_a_trained_model_and_its_loss(lib):
 
 
 @differential
+def test_full_hooks_on_a_lazy_module_see_its_first_call(lib):
+    layer = lib.nn.LazyLinear(2)
+    shapes = []
+    layer.register_full_backward_pre_hook(lambda m, go: shapes.append([tuple(g.shape) for g in go]))
+    layer.register_full_backward_hook(lambda m, gi, go: shapes.append([tuple(g.shape) for g in gi]))
+    x = lib.leaf(INPUT)
+    layer(x).sum().backward()
+    return shapes, type(layer), layer.weight.grad.shape, x.grad.shape
+
+
+@differential
 def test_a_shared_module_fires_once_per_call(lib):
     shared = linear(lib, 3, 3)
     log = logged({shared: "shared"}, pre=False)
