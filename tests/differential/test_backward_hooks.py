@@ -6,6 +6,7 @@ changed downstream (observed through the leaves' ``.grad``), and the warnings an
 Values are set identically on both sides (`set_values`), so gradients are compared number by number.
 """
 
+import copy
 import warnings
 
 import numpy as np
@@ -424,6 +425,18 @@ def test_handles_remove_backward_hooks(lib):
     log.append("removed")
     loss(lib, layer(lib.leaf(INPUT))).backward()
     return log, tables, dict(layer._backward_pre_hooks), dict(layer._backward_hooks), layer._is_full_backward_hook
+
+
+@differential
+def test_a_deep_copy_keeps_backward_hooks_and_their_kind(lib):
+    layer = linear(lib, 3, 2)
+    log = []
+    layer.register_full_backward_pre_hook(lambda m, go: log.append(("pre", m is layer)))
+    layer.register_full_backward_hook(lambda m, gi, go: log.append(("hook", m is layer)))
+    clone = copy.deepcopy(layer)
+    loss(lib, clone(lib.leaf(INPUT))).backward()
+    return log, clone._is_full_backward_hook, raises(lambda: clone.register_backward_hook(lambda *a: None),
+                                                     "Cannot use both regular backward hooks and full")
 
 
 @differential
