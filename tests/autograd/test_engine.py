@@ -323,3 +323,27 @@ def test_an_input_a_function_returned_as_is_cannot_be_changed_in_place():
             out += 1  # allowed without grad mode, as torch
     assert messages[0] == messages[1]
     assert messages[0].startswith("Output 0 of Passthrough is a view and is being modified inplace.")
+
+
+def _execution_order(lib):
+    """Names of the nodes in the order they run, for a graph where two branches are ready at once."""
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    tanh, exp = (np.tanh, np.exp) if lib is modulecraft else (torch.tanh, torch.exp)
+    first = tanh(x)
+    second = exp(x * 3)
+    loss = (first * second + first).sum()
+    order, stack, seen = [], [loss.grad_fn], set()
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        node.register_prehook(lambda grad_outputs, name=node.name(): order.append(name.split("::")[-1]))
+        stack.extend(n for n, _ in node.next_functions)
+    loss.backward()
+    return order
+
+
+def test_nodes_run_in_torchs_order():
+    """Ready nodes run newest first (highest sequence number), leaves' AccumulateGrad before any other."""
+    assert _execution_order(modulecraft) == _execution_order(torch)
