@@ -131,6 +131,7 @@ class Function(metaclass=_FunctionMeta):
         ctx.num_outputs = len(outputs)
         ctx._output_meta = tuple((np.shape(out), getattr(out, "dtype", np.float64)) for out in outputs)
         non_differentiable = {id(t) for t in ctx.non_differentiable}
+        raw_args = [arg.view(np.ndarray) for arg in tensor_args]  # no numpy dispatch in the checks below
         wrapped = []
         for output_nr, out in enumerate(outputs):
             if not isinstance(out, np.ndarray) or id(out) in non_differentiable:
@@ -139,7 +140,7 @@ class Function(metaclass=_FunctionMeta):
                 continue
             raw = out.view(np.ndarray)
             recorded = result(raw, ctx, output_nr=output_nr)
-            if any(np.may_share_memory(raw, arg) for arg in tensor_args):
+            if any(out is arg for arg in tensor_args) or any(np.may_share_memory(raw, arg) for arg in raw_args):
                 # An input returned as is (or a view of one): the output is a view, which may not be changed
                 # in place while grad mode is on (torch's rule).
                 if isinstance(out, Tensor):
