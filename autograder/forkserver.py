@@ -8,7 +8,7 @@ jupyter_client still launches and manages one ordinary process per kernel: a stu
 without site-packages, so it starts in milliseconds) that hands the server its request and its stdio, relays
 the signals it gets to the kernel, and exits with the kernel's status. Killing the stub kills the kernel.
 
-    stub --request, stdio--> server --fork--> keeper --fork, in new PID and mount namespaces--> kernel (PID 1)
+    stub --request, stdio--> server --fork--> keeper --fork, in new PID, mount, network namespaces--> kernel (PID 1)
 
 The keeper is the kernel's parent: it waits for it, forwards signals, and kills it if the stub goes away.
 """
@@ -23,9 +23,9 @@ import subprocess
 import sys
 import traceback
 
-CLONE_NEWNS, CLONE_NEWPID = 0x00020000, 0x20000000
+CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x20000000, 0x40000000
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 1 << 14, 1 << 18
-PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 24, 38
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 4, 24, 38
 RELAYED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 # What every chapter's kernel imports; debugpy is blocked: ipykernel would import it (and its pydevd) at start-up,
 # a third of its import time, for a debugger nobody attaches to a grading kernel.
@@ -88,7 +88,7 @@ def keep(stub_connection: socket.socket) -> int:
     message, fds, _, _ = socket.recv_fds(stub_connection, REQUEST_LIMIT, 3)
     request = json.loads(message)
     if request["namespaces"]:
-        _libc_call("unshare", CLONE_NEWNS | CLONE_NEWPID)
+        _libc_call("unshare", CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET)  # no network at all
         _libc_call("mount", b"none", b"/", None, MS_REC | MS_PRIVATE, None)
     kernel = os.fork()  # in new namespaces: PID 1 of its own, every process it leaves dies with it
     if kernel == 0:
@@ -127,6 +127,9 @@ def become_kernel(request: dict, stdio: list[int]) -> None:
         resource.setrlimit(getattr(resource, name), (value, value))
     if request["user"]:
         _drop_privileges(*request["user"])
+    # Not dumpable: the processes a kernel starts cannot read its memory (ptrace, /proc/<pid>/mem), where the
+    # tamper guard keeps its key.
+    _libc_call("prctl", PR_SET_DUMPABLE, 0, 0, 0, 0)
     os.environ.clear()
     os.environ.update(request["env"])
     _reseed()

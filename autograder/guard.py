@@ -1,132 +1,307 @@
 """The tamper guard that runs inside a grading kernel (imported there; keep it free of heavy imports).
 
-The grader inserts a cell running `install()` before the first cell of the notebook, a `snapshot()` cell after
-each locked course cell (so the modules it binds, `np`, `nn`, ..., are known) and a `verify(nonce)` cell before
-each test cell. `install()` records the identity of everything a test relies on (builtins such as
-`AssertionError` and `isinstance`, numpy's comparison functions, the `modulecraft.checks` helpers, the modules in
-`sys.modules`); `verify` prints one line `modulecraft-guard <nonce> ok` or `... tampered: <what>`. The nonce is
-chosen by the grader per test cell, so student code that ran earlier cannot print that line in advance; a
-missing, repeated or altered line is itself reported as tampering.
+nbgrader scores a test cell from its outputs, which code in the kernel can write or suppress. The guard gives
+the grader evidence that code in the kernel cannot counterfeit without being caught:
 
-Limit: code in the kernel can in principle reach and rewrite this module too; the guard catches replacing,
-patching or wrapping what tests rely on, objects that compare equal to anything, and trace/profile hooks,
-which covers the ways seen in practice to fake a pass from inside a notebook.
+- The grader's first cell calls `install()`, before any student code. It reads a per-notebook key from a file
+  the grader put in the kernel's folder (and deletes it), and registers an audit hook (`sys.addaudithook`:
+  Python code cannot remove or replace it) that holds the key and every snapshot in its closure. Nothing else
+  refers to them: there is no guard object in the notebook's namespace.
+- Cells are talked to the hook through `sys.audit("modulecraft.guard", what, nonce)`. Before each test cell,
+  "verify" prints one line `modulecraft-guard <nonce> ok|tampered: <what> <hmac>`; each test cell ends with a
+  "passed" call that prints `modulecraft-guard <nonce> passed <hmac>`, reached only if no statement of the test
+  raised. The grader scores a test cell as failed unless its own signed "passed" line is there, whatever else
+  the cell printed, displayed or hid (`integrity.CollectGuard`).
+- What could reach the key (the garbage collector's object lists, other threads' frames, trace and profile
+  functions, ctypes' audited memory access, /proc/*/mem; and frames or code objects while the hook runs student
+  code, e.g. an `__eq__` it probes) is refused, and the hook forgets its key first: from then on nothing is
+  signed, so the grader holds the submission for review. The key is held by OpenSSL's HMAC object (C), whose
+  methods student code cannot patch.
+
+"verify" reports as tampering: replaced builtins, numpy functions, `modulecraft.checks` helpers, `sys` hooks
+and modules; changed methods of the classes IPython, ipykernel, modulecraft and this guard run on (class level)
+and of their live objects (instance level); IPython's cell rewriting and exception hooks; another audit hook;
+changed code of library functions; and classes created since `install()` whose instances compare equal to
+values they cannot know (always-equal objects, whatever their names).
+
+Limits (CPython cannot confine code within one process): a patch that student code makes and undoes within one
+test cell, between two checks, is not seen; and ctypes, which numpy has already imported, reads and writes any
+memory through calls CPython does not audit (`ctypes.memmove`, `ctypes.cast`, unions of pointers), so code
+written to find the key in memory could sign a forged verdict.
 """
 import builtins
+import os
 import sys
 import types
 
 MARK = "modulecraft-guard"
+EVENT = "modulecraft.guard"
+KEY_FILE = ".modulecraft-guard-key"  # in the kernel's working folder, read and deleted by install()
 WATCHED_NUMPY = ("allclose", "isclose", "array_equal", "array_equiv", "all", "any", "equal", "asarray", "array",
                  "ndarray", "testing", "isfinite", "isnan", "shape", "ndim", "dtype", "float32", "float64")
-REBOUND = {"input", "raw_input", "getpass"}
-WATCHED_MODULES = ("builtins", "numpy", "numpy.testing", "modulecraft", "modulecraft.nn", "modulecraft.checks")
+REBOUND = {"input", "raw_input", "getpass"}  # ipykernel rebinds these for every request
+WATCHED_MODULES = ("builtins", "numpy", "numpy.testing", "modulecraft", "modulecraft.nn", "modulecraft.checks",
+                   "autograder.guard")
+# What could rewrite or fake a test cell's run. What only hides output (sys.stdout, the display hooks) cannot
+# forge a pass: a test cell passes only with its signed "passed" line, which its own last line prints.
+WATCHED_SYS = ("settrace", "setprofile", "audit", "modules")
+# Packages whose classes the tests and IPython's execution path run on: their methods must not change.
+TRUSTED_PACKAGES = ("IPython", "ipykernel", "jupyter_client", "comm", "zmq", "traitlets", "modulecraft",
+                    "autograder")
+# What reaches the guard's frames, closures or memory at any time, and what does while it runs student code.
+EXPOSING = {"gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._current_frames", "sys.settrace",
+            "sys.setprofile", "ctypes.dlopen", "ctypes.dlsym", "ctypes.dlsym/handle", "ctypes.string_at",
+            "ctypes.wstring_at", "ctypes.cdata", "ctypes.cdata/buffer", "ctypes.addressof"}
+EXPOSING_WHILE_BUSY = {"sys._getframe", "object.__getattr__"}
+CODE_ATTRIBUTES = {"__code__", "__defaults__", "__kwdefaults__"}
+IMMUTABLE_TYPE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE: classes nobody can patch
 
 
 class _Stranger:
     """Compares equal to nothing honest: a fresh object of a private class."""
 
 
-class Guard:
-    def __init__(self, cell_deadline=None):
+def install(cell_deadline=None):
+    """Called by the grader's first cell, before any student code; returns nothing on purpose."""
+    import _hashlib
+
+    try:
+        with open(KEY_FILE, "rb") as file:
+            key = file.read()
+        os.unlink(KEY_FILE)
+    except OSError:
+        key = None  # not graded by our grader (e.g. run by hand): nothing will be signed
+    if cell_deadline:
+        _stop_cells_after(cell_deadline)
+    checks = _Checks()
+    sign = _hashlib.hmac_new(key, digestmod="sha256") if key else None
+    sys.addaudithook(_hook(sign, checks, sys.stdout.write, sys.stdout.flush))
+
+
+def _hook(sign, checks, write, flush):
+    """The audit hook: the only holder of the signing key (inside `sign`) and of the snapshots (`checks`)."""
+    state = {"sign": sign, "busy": False, "lost": None}
+
+    def drop_key(why):
+        state["sign"] = None
+        state["lost"] = state["lost"] or why
+
+    def report(nonce, verdict):
+        line = f"{MARK} {nonce} {verdict}"
+        if state["sign"] is None:
+            line += f" unsigned: the guard's key was dropped after {state['lost'] or 'an unknown event'}"
+        else:
+            signer = state["sign"].copy()
+            signer.update(line.encode())
+            line += " " + signer.hexdigest()
+            del signer
+        write(line + "\n")
+        flush()
+
+    def handle(event, args):
+        """What to refuse (a message), after dropping the key; None to let the event through."""
+        if event == EVENT:
+            if not state["busy"]:
+                state["busy"] = True
+                try:
+                    what, nonce = args[0], args[1]
+                    if what == "verify":
+                        problems = checks.problems()
+                        report(nonce, "ok" if not problems else "tampered: " + "; ".join(sorted(set(problems))))
+                    elif what == "passed":
+                        report(nonce, "passed")
+                    elif what == "snapshot":
+                        checks.snapshot()
+                finally:
+                    state["busy"] = False
+        elif event in EXPOSING:
+            drop_key(event)
+            return f"{event} is not available in a graded notebook"
+        elif state["busy"] and event in EXPOSING_WHILE_BUSY:
+            drop_key(f"{event} while the guard was checking")
+            return f"{event} is not available in a graded notebook"
+        elif event == "open" and isinstance(args[0], str) and _is_process_memory(args[0]):
+            drop_key(f"opening {args[0]}")
+            return f"{args[0]} is not available in a graded notebook"
+        elif event == "sys.addaudithook":
+            checks.found.append("another audit hook was added")
+        elif event in ("object.__setattr__", "object.__delattr__") and args[1] in CODE_ATTRIBUTES:
+            module = getattr(args[0], "__module__", None)
+            if isinstance(module, str) and module.split(".")[0] in (*TRUSTED_PACKAGES, "numpy", "builtins"):
+                checks.found.append(f"the code of {module}.{getattr(args[0], '__qualname__', '?')} was changed")
+        return None
+
+    def hook(event, args):
+        # No exception may leave this function while the key is held: its traceback would hold this frame.
+        try:
+            refusal = handle(event, args)
+        except BaseException:
+            drop_key(f"an error in the guard while handling {event}")
+            return
+        if refusal:
+            raise RuntimeError(refusal)
+
+    return hook
+
+
+def _is_process_memory(path):
+    parts = path.split("/")
+    return len(parts) >= 4 and parts[1] == "proc" and parts[3] in ("mem", "map_files", "pagemap")
+
+
+class _Checks:
+    """Snapshots taken by install() and compared by each verify."""
+
+    def __init__(self):
         import numpy  # the tests' numpy, imported before any student code runs
         try:
-            import modulecraft.checks as checks
+            import modulecraft.checks as course_checks
         except ImportError:
-            checks = None
-        self.stdout_write = sys.stdout.write
-        self.stdout_flush = sys.stdout.flush
-        self.modules = {name: sys.modules.get(name) for name in WATCHED_MODULES}
+            course_checks = None
+        self.found = []  # tampering seen as it happened (by the hook)
+        self.builtins = vars(builtins)
+        self.builtin_originals = {n: v for n, v in self.builtins.items()
+                                  if not n.startswith("_") and n not in REBOUND}
+        self.builtin_originals.update(__import__=builtins.__import__, __build_class__=builtins.__build_class__)
+        self.guard_module = vars(sys.modules[__name__])
+        self.guard_originals = dict(self.guard_module)
         self.watched = {}
-        # `builtins._` changes with every displayed value and ipykernel rebinds `input` for every request:
-        # the other public names, plus the import/class machinery.
-        self._watch(builtins, "builtins", [n for n in vars(builtins) if not n.startswith("_") and n not in REBOUND]
-                    + ["__import__", "__build_class__"])
         self._watch(numpy, "numpy", WATCHED_NUMPY)
         self._watch(numpy.testing, "numpy.testing", [n for n in dir(numpy.testing) if n.startswith("assert")])
-        if checks is not None:
-            self._watch(checks, "modulecraft.checks", [n for n in vars(checks) if not n.startswith("_")])
-        self._watch(sys, "sys", ["settrace", "setprofile", "stdout", "modules"])
-        self._watch(type(sys.stdout), "sys.stdout's type", ["write", "flush"])
-        self._watch(Guard, "the guard", ["verify", "_problems", "_report", "snapshot"])
+        if course_checks is not None:
+            self._watch(course_checks, "modulecraft.checks", [n for n in vars(course_checks) if not n.startswith("_")])
+        self._watch(sys, "sys", WATCHED_SYS)
+        self.modules = {name: sys.modules.get(name) for name in WATCHED_MODULES}
+        self.classes = _all_classes()
+        self.class_dicts = {cls: _methods(cls) for cls in self.classes.values()
+                            if _is_trusted(cls) and not cls.__flags__ & IMMUTABLE_TYPE}
+        self.shell = _shell()
+        self.namespace = self.shell.user_ns if self.shell is not None else {}
+        self.machinery = {id(obj): (obj, _behaviour(obj)) for obj in _machinery(self.shell)}
+        self.ipython = _ipython_hooks(self.shell)
         self.bound_modules = {}  # names bound to modules by the course's locked cells
-        if cell_deadline:
-            _stop_cells_after(cell_deadline)
-        self.ipython = _ipython_hooks()  # after our own hooks: only others' count as tampering
 
     def _watch(self, owner, owner_name, names):
         for name in names:
             if hasattr(owner, name):
                 self.watched[f"{owner_name}.{name}"] = (owner, name, getattr(owner, name))
 
-    def snapshot(self, namespace):
+    def snapshot(self):
         """Remember the modules the course's cells bound to names (`np`, `nn`, ...)."""
-        for name, value in namespace.items():
+        for name, value in list(self.namespace.items()):
             if isinstance(value, types.ModuleType) and not name.startswith("_"):
                 self.bound_modules.setdefault(name, value)
 
-    def verify(self, nonce, namespace):
-        problems = self._problems(namespace)
-        self._report(nonce, problems)
-
-    def _problems(self, namespace):
+    def problems(self):
+        # First what everything below relies on, without calling any of it: builtins and this module.
+        changed = [name for name, value in self.builtin_originals.items() if self.builtins.get(name) is not value]
+        changed += [name for name, value in self.guard_originals.items() if self.guard_module.get(name) is not value]
+        if changed:
+            return [f"builtins.{name} was replaced" if name in self.builtin_originals
+                    else f"the guard's {name} was replaced" for name in changed]
         missing = object()
-        problems = [f"{label} was replaced" for label, (owner, name, original) in self.watched.items()
-                    if getattr(owner, name, missing) is not original]
+        problems = list(self.found)
+        problems += [f"{label} was replaced" for label, (owner, name, original) in self.watched.items()
+                     if getattr(owner, name, missing) is not original]
         problems += [f"sys.modules[{name!r}] was replaced" for name, module in self.modules.items()
                      if module is not None and sys.modules.get(name) is not module]
         problems += [f"the name {name!r} no longer refers to the module {module.__name__}"
-                     for name, module in self.bound_modules.items() if namespace.get(name) is not module]
-        now = _ipython_hooks()
+                     for name, module in self.bound_modules.items() if self.namespace.get(name) is not module]
+        problems += [f"{cls.__module__}.{cls.__qualname__}.{name} was changed"
+                     for cls, before in self.class_dicts.items() for name in _changed(before, _methods(cls))]
+        problems += [f"{type(obj).__name__}.{name} was changed on its instance"
+                     for obj, before in self.machinery.values() for name in _changed(before, _behaviour(obj))]
+        now = _ipython_hooks(self.shell)
         problems += [f"IPython's {name} were changed" for name, value in self.ipython.items() if now.get(name) != value]
-        if sys.gettrace() is not None:
-            problems.append("a trace function is installed (sys.settrace)")
-        if sys.getprofile() is not None:
-            problems.append("a profile function is installed (sys.setprofile)")
-        problems += [f"{kind} {name!r} compares equal to anything" for kind, name in _always_equal(namespace)]
+        now_classes = _all_classes()
+        problems += [f"class {name!r} compares equal to anything" for name in
+                     _always_equal(cls for key, cls in now_classes.items() if key not in self.classes)]
         return problems
 
-    def _report(self, nonce, problems):
-        verdict = "ok" if not problems else "tampered: " + "; ".join(sorted(set(problems)))
-        self.stdout_write(f"{MARK} {nonce} {verdict}\n")
-        self.stdout_flush()
+
+def _changed(before, after):
+    return sorted(name for name in before.keys() | after.keys() if before.get(name) is not after.get(name))
 
 
-def _always_equal(namespace):
-    """Student objects and classes whose `==` says True to an object they cannot know."""
-    stranger = _Stranger()
-    found = []
-    for name, value in list(namespace.items()):
-        if name.startswith("_") or isinstance(value, types.ModuleType):
-            continue
-        if isinstance(value, type):
-            if value.__module__ != "__main__" or "__eq__" not in vars(value):
-                continue
-            try:
-                instance = value.__new__(value)
-            except Exception:
-                continue
-            kind = "class"
-        elif type(value).__module__ == "__main__":
-            instance, kind = value, "object"
-        else:
-            continue
-        try:
-            if (instance == stranger) is True or bool(instance == stranger):
-                found.append((kind, name))
-        except Exception:
-            pass
+def _methods(cls):
+    """A class's own functions and descriptors (not its data, e.g. a counter of handles)."""
+    return {name: value for name, value in vars(cls).items() if callable(value) or hasattr(value, "__get__")}
+
+
+def _all_classes():
+    """Every class alive, by id (found from `object` down through subclasses, named or not)."""
+    found = {id(object): object}
+    stack = [object]
+    while stack:
+        for sub in type.__subclasses__(stack.pop()):
+            if id(sub) not in found:
+                found[id(sub)] = sub
+                stack.append(sub)
     return found
 
 
-def _ipython_hooks():
+def _is_trusted(cls):
+    module = vars(cls).get("__module__")
+    return isinstance(module, str) and module.split(".")[0] in TRUSTED_PACKAGES
+
+
+def _machinery(shell):
+    """The live objects that turn a cell's text into the code that runs (patched, they could run other code)."""
+    if shell is None:
+        return []
+    return [obj for obj in (shell, shell.compile, shell.input_transformer_manager, getattr(shell, "kernel", None))
+            if obj is not None]
+
+
+def _behaviour(obj):
+    """An object's own callables (instance attributes and traitlets values): what patching it replaces."""
+    own = dict(getattr(obj, "__dict__", {}))
+    own.update(own.get("_trait_values", {}))
+    return {name: value for name, value in own.items()
+            if callable(value) and not isinstance(value, type) and not name.startswith("__")}
+
+
+def _strangers():
+    """Values of the kinds tests compare results with, two of each, that no honest object equals: random,
+    away from 0 and 1 (what an uninitialised instance may hold)."""
+    import numpy
+    rng = numpy.random.default_rng()
+    return [[_Stranger(), object()], [float(rng.uniform(2, 9)), float(rng.uniform(-9, -2))],
+            [int(rng.integers(10**6, 10**9)), -int(rng.integers(10**6, 10**9))],
+            [f"modulecraft-{rng.integers(10**9)}", f"guard-{rng.integers(10**9)}"],
+            [tuple(rng.uniform(2, 9, 2)), list(rng.uniform(2, 9, 3))],
+            [rng.uniform(2, 9, (2, 3)), rng.uniform(-9, -2, 4).astype(numpy.float32)]]
+
+
+def _always_equal(classes):
+    """Names of `classes` whose instances say `==` to both values of some kind they cannot know."""
+    found = []
+    for cls in classes:
+        own = vars(cls)
+        if "__eq__" not in own and "__ne__" not in own:
+            continue
+        try:
+            instance = cls.__new__(cls)
+        except Exception:
+            continue
+        if any(all(_equal(instance, stranger) for stranger in kind) for kind in _strangers()):
+            found.append(cls.__qualname__)
+    return found
+
+
+def _equal(instance, stranger):
+    import numpy
+    try:
+        equal, unequal = instance == stranger, instance != stranger
+        return (equal is not NotImplemented and bool(numpy.all(equal))) or (
+            unequal is not NotImplemented and not bool(numpy.any(unequal)))
+    except Exception:
+        return False
+
+
+def _ipython_hooks(shell):
     """IPython's ways of rewriting or swallowing a cell: input/AST transformers, custom exception handlers,
     pre-execution callbacks. Stored as identities, so that appending to a list shows."""
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return {}
-    shell = get_ipython()
     if shell is None:
         return {}
     manager = shell.input_transformer_manager
@@ -137,8 +312,6 @@ def _ipython_hooks():
         "AST transformers": tuple(map(id, shell.ast_transformers)),
         "pre-run callbacks": tuple(map(id, [*shell.events.callbacks.get("pre_run_cell", []),
                                             *shell.events.callbacks.get("pre_execute", [])])),
-        "traceback handlers": (id(type(shell).showtraceback), id(vars(shell).get("showtraceback")),
-                               id(type(shell).run_cell), id(vars(shell).get("run_cell"))),
     }
 
 
@@ -152,10 +325,11 @@ def _stop_cells_after(seconds):
     import threading
 
     main = threading.main_thread().ident
+    set_async_exc = ctypes.pythonapi.PyThreadState_SetAsyncExc
     timers = []
 
     def interrupt():
-        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(main), ctypes.py_object(KeyboardInterrupt))
+        set_async_exc(ctypes.c_ulong(main), ctypes.py_object(KeyboardInterrupt))
 
     def start(*_):
         timers.append(threading.Timer(seconds, interrupt))
@@ -172,10 +346,8 @@ def _stop_cells_after(seconds):
 
 
 def _shell():
-    from IPython import get_ipython
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
     return get_ipython()
-
-
-def install(cell_deadline=None):
-    """Called by the grader's first cell, before any student code."""
-    return Guard(cell_deadline)

@@ -6,12 +6,15 @@ solution cells turned into markdown. nbgrader restores the test cells it knows, 
 structure is a question for a person, so these submissions are held for review.
 
 While running, the preprocessors below put the guard of `autograder.guard` around the tests: they insert its
-cells before Execute and take them out (reading their verdicts) right after, so the gradebook and the
-feedback only ever see the student's cells.
+cells (and a last line in each test cell) before Execute, and right after it score each test cell by the
+guard's signed lines and take every trace of the guard out, so the gradebook and the feedback only ever see
+the student's cells.
 """
 from __future__ import annotations
 
 import copy
+import hashlib
+import hmac
 import json
 import secrets
 from collections import Counter
@@ -24,13 +27,15 @@ from nbgrader.preprocessors import ClearHiddenTests
 from traitlets.config import Config
 
 from . import config as course_config
-from .guard import MARK
+from . import sandbox
+from .guard import EVENT, MARK
 
 UNGRADABLE = ("not a valid notebook", "not a notebook of chapter", "no notebook was submitted")
 GUARD_KEY = "modulecraft_guard"  # cell metadata key of inserted guard cells
 
 # (test cell, problem) reported by the guard in the last autograde run of this process (one at a time per worker).
 _verdict: list[tuple[str, str]] = []
+_key: bytes | None = None  # the guard's signing key for the notebook being graded by this process
 
 
 def reset_verdict() -> None:
@@ -144,7 +149,7 @@ def autograde_config() -> Config:
     c = Config()
     c.Autograde.autograde_preprocessors = [
         "autograder.integrity.InsertGuard",
-        "nbgrader.preprocessors.Execute",
+        "autograder.sandbox.ConfinedExecute",
         "autograder.integrity.CollectGuard",
         "nbgrader.preprocessors.IgnorePattern",
         "nbconvert.preprocessors.ClearMetadataPreprocessor",
@@ -162,45 +167,105 @@ def _guard_cell(role: str, source: str, **extra):
     return cell
 
 
+def _audit(what: str, nonce: str = "") -> str:
+    """A line that talks to the guard's audit hook (no name the notebook could rebind but builtins, checked)."""
+    return f"__import__('sys').audit({EVENT!r}, {what!r}, {nonce!r})"
+
+
 class InsertGuard(NbGraderPreprocessor):
-    """Guard cells: install first, snapshot after each locked course cell, verify before each test cell."""
+    """Guard cells: install first, snapshot after each locked course cell, verify before each test cell; and
+    a last line in each test cell that reports it ran to its end. The key that signs the guard's lines goes to
+    the kernel's folder (`sandbox`), never into the notebook."""
 
     def preprocess(self, nb, resources):
+        global _key
+        _key = secrets.token_bytes(32)
+        sandbox.guard_key = _key
         # A second after the grader's interrupt at the cell time limit, within nbclient's 4 s wait for the cell.
         deadline = course_config.CELL_TIMEOUT + 1
-        cells = [_guard_cell("install", "import autograder.guard as _mc_guard_module\n"
-                                        f"_mc_guard = _mc_guard_module.install(cell_deadline={deadline})\n"
-                                        "del _mc_guard_module")]
+        cells = [_guard_cell("install", f"__import__('autograder.guard').guard.install(cell_deadline={deadline})")]
         for cell in nb.cells:
             if cell.cell_type == "code" and _is_test(cell):
-                nonce = secrets.token_hex(16)
-                cells.append(_guard_cell("verify", f"_mc_guard.verify({nonce!r}, globals())",
+                cells.append(_guard_cell("verify", _audit("verify", nonce := secrets.token_hex(16)),
                                          nonce=nonce, test=_grade_id(cell)))
+                passed = secrets.token_hex(16)
+                cell.metadata[GUARD_KEY] = {"role": "test", "nonce": passed, "source": cell.source}
+                cell.source = cell.source.rstrip("\\\n") + "\n" + _audit("passed", passed)
             cells.append(cell)
             if cell.cell_type == "code" and utils.is_locked(cell) and not utils.is_grade(cell):
-                cells.append(_guard_cell("snapshot", "_mc_guard.snapshot(globals())"))
+                cells.append(_guard_cell("snapshot", _audit("snapshot")))
         nb.cells = cells
         return nb, resources
 
 
 class CollectGuard(NbGraderPreprocessor):
-    """Read the guard's verdicts from its cells' outputs, then remove the cells."""
+    """Read the guard's signed lines, score test cells by them, then remove every trace of the guard.
+
+    A test cell counts as passed only with its own signed "passed" line: whatever it displayed is dropped (an
+    `execute_result`, e.g. from `sys.displayhook(...)`, would otherwise be read by nbgrader as its score), and
+    one that stopped without an error nbgrader can see gets one, and is flagged (its error was hidden)."""
 
     def preprocess(self, nb, resources):
         for cell in nb.cells:
             guard = cell.metadata.get(GUARD_KEY)
-            if guard and guard["role"] == "verify":
+            if not guard:
+                continue
+            if guard["role"] == "verify" and not _kernel_gone(cell):
                 _verdict.extend(_read_verdict(cell, guard["nonce"], guard["test"]))
-        nb.cells = [cell for cell in nb.cells if GUARD_KEY not in cell.metadata]
+            elif guard["role"] == "test":
+                _score_test(cell, guard)
+        nb.cells = [cell for cell in nb.cells if cell.metadata.get(GUARD_KEY, {}).get("role", "test") == "test"]
         return nb, resources
 
 
+def _kernel_gone(cell) -> bool:
+    return any(o.get("ename") == sandbox.KERNEL_GONE for o in cell.get("outputs", []))
+
+
+def _score_test(cell, guard: dict) -> None:
+    signed = _signed_lines(cell)
+    cell.source = guard["source"]
+    del cell.metadata[GUARD_KEY]
+    kept = []
+    for output in cell.outputs:
+        if output.output_type in ("execute_result", "display_data"):
+            continue
+        if output.output_type == "stream":
+            output.text = "".join(line for line in output.text.splitlines(True) if not line.startswith(MARK))
+            if not output.text:
+                continue
+        kept.append(output)
+    cell.outputs = kept
+    if (guard["nonce"], "passed") in signed or any(o.output_type == "error" for o in kept):
+        return
+    test = _grade_id(cell)
+    _verdict.append((test, f"test cell {test!r} stopped before its end without showing an error (hidden)"))
+    cell.outputs.append(nbformat.v4.new_output(
+        "error", ename="TestIncomplete", evalue="the test did not run to its end",
+        traceback=["TestIncomplete: the test did not run to its end"]))
+
+
+def _signed_lines(cell) -> set[tuple[str, str]]:
+    """(nonce, verdict) of every line of the cell's output that the guard signed with this notebook's key."""
+    text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
+    found = set()
+    for line in text.splitlines():
+        body, _, mac = line.rpartition(" ")
+        parts = body.split(" ", 2)
+        if len(parts) == 3 and parts[0] == MARK and _key and hmac.compare_digest(
+                mac, hmac.new(_key, body.encode(), hashlib.sha256).hexdigest()):
+            found.add((parts[1], parts[2]))
+    return found
+
+
 def _read_verdict(cell, nonce: str, test: str) -> list[tuple[str, str]]:
-    text = "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
-    lines = [line for line in text.splitlines() if line.startswith(MARK)]
-    verdicts = [line.split(" ", 2)[2] for line in lines if line.split(" ", 2)[1:2] == [nonce]]
-    if len(verdicts) != 1 or len(lines) != 1:
-        return [(test, "the tamper guard could not report (its output was suppressed or forged)")]
+    verdicts = [verdict for line_nonce, verdict in _signed_lines(cell) if line_nonce == nonce]
+    if len(verdicts) != 1:
+        text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
+        why = [line.split(" unsigned: ", 1)[1] for line in text.splitlines()
+               if line.startswith(f"{MARK} {nonce} ") and " unsigned: " in line]
+        return [(test, "the tamper guard could not report (its output was suppressed or forged"
+                       + (f"; {why[0]}" if why else "") + ")")]
     if verdicts[0] == "ok":
         return []
     return [(test, problem) for problem in verdicts[0].removeprefix("tampered: ").split("; ")]

@@ -7,15 +7,25 @@ slot user (`modulecraft-grader-<n>`, one per concurrent kernel so that their pro
 apart):
 
 - its own PID namespace: when the kernel exits, every process it left behind (even `setsid()` ones) dies;
-- its own mount namespace: private `/tmp` and `/dev/shm`; the grading folder (gradebook, other submissions)
+- its own network namespace: no network at all (it talks to the grader over Unix sockets in its folder);
+- its own mount namespace: private `/tmp`, `/var/tmp`, `/run/lock` and `/dev/shm`; the grading folder (gradebook, other submissions)
   and every repository folder it does not import from (course sources with hidden tests, `.git`, tests)
   hidden under empty mounts; folders the unprivileged user could not traverse (e.g. an interpreter or a
   clone under a 0700 home) re-exposed with only what the kernel needs.
 
 A wall-clock watchdog kills a kernel that outlives the notebook time limit.
+
+Nothing of a kernel outlives it, however it ends (finished, `os._exit`, killed, timed out): as root its
+working folder is a size-limited tmpfs of its own (its disk quota) and its private folders exist only in its
+mount namespace. Clean-up does not depend on jupyter_client calling our manager's clean-up (for a dead
+kernel, nbclient calls the base class's): `ConfinedExecute` closes every sandbox of its notebook once the
+notebook is done. A slot (its user) is an `flock`ed file held by the grading process that runs its kernel:
+a grader that dies frees its slots, the next kernel in that slot removes what it left, and a grader that
+finds every slot taken waits for one.
 """
 from __future__ import annotations
 
+import ctypes
 import fcntl
 import functools
 import os
@@ -28,28 +38,40 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
+import nbformat
 from jupyter_client.manager import AsyncKernelManager
+from nbclient.exceptions import DeadKernelError
+from nbgrader.preprocessors import Execute
 from traitlets.config import Config
 
 from . import config as course_config
-from . import forkserver
+from . import forkserver, guard
 from .filelock import exclusive
 
 MEMORY_LIMIT_MB = int(os.environ.get("MODULECRAFT_KERNEL_MEMORY_MB", 2048))
 FILE_SIZE_LIMIT_MB = 64
+DISK_LIMIT_MB = 256  # the kernel's working folder (as root: a tmpfs of this size)
 OPEN_FILES_LIMIT = 512
 PROCESS_LIMIT = 96  # per slot user; ipykernel's own threads count too
 MAX_SLOTS = 16
+SLOT_WAIT_MARGIN = 60  # a kernel waits for a slot up to the notebook time limit plus this (seconds)
 STATE_DIR = Path("/run/modulecraft-grader")  # root only: slot locks and kernels' working folders
 USER_PREFIX = "modulecraft-grader-"
-PRIVATE = (Path("/tmp"), Path("/dev/shm"))  # shared by all users: every kernel gets empty ones of its own
+# Writable by all users: every kernel gets empty ones of its own.
+PRIVATE = tuple(p for p in map(Path, ("/tmp", "/var/tmp", "/run/lock", "/dev/shm")) if p.is_dir())
 
 # What happened to the kernels of this process that the grader should report (the watchdog's kills).
 events: list[str] = []
+# The sandboxes of this process not closed yet (closed by `ConfinedExecute` whatever the kernel did).
+_open: list["Sandbox"] = []
 # What kernels started by this process must not see: set by the grader for the course it grades.
 hidden: list[Path] = []
+# The tamper guard's key for the notebook this process grades (set by `integrity.InsertGuard`): put in each
+# kernel's folder, where the guard reads and deletes it before any student code runs.
+guard_key: bytes | None = None
 
 
 def hide_from_kernels(*paths: Path) -> None:
@@ -90,9 +112,9 @@ def repository_secrets() -> list[Path]:
 
 @functools.cache
 def namespaces_available() -> bool:
-    """Whether this machine lets root create PID and mount namespaces (some containers forbid it)."""
+    """Whether this machine lets root create PID, mount and network namespaces (some containers forbid it)."""
     probe = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "--mount", "--propagation", "private",
-                            "true"], capture_output=True)
+                            "--net", "true"], capture_output=True)
     return probe.returncode == 0
 
 
@@ -143,37 +165,49 @@ class Sandbox:
     def __init__(self, hidden: list[Path], data_dir: str | None):
         self.hidden = sorted({p.resolve() for p in hidden if p.exists()})
         self.as_root = running_as_root()
-        self.slot_lock = None
+        self.slot_lock = self.watchdog = self.pid = None
+        self.closed = False
         self.slot, self.user = self._claim_slot() if self.as_root else (None, None)
-        parent = _state_dir() if self.as_root else None
-        prefix = f"slot{self.slot}-" if self.as_root else "modulecraft-"
-        if self.as_root:  # what a killed grader left in this slot: nobody else can be using it now
-            for stale in STATE_DIR.glob(f"{prefix}*"):
-                shutil.rmtree(stale, ignore_errors=True)
-        self.workdir = Path(tempfile.mkdtemp(prefix=prefix + "kernel-", dir=parent))
+        _open.append(self)
+        if self.as_root:
+            prefix = f"slot{self.slot}-"
+            for stale in STATE_DIR.glob(f"{prefix}*"):  # what a dead grader left in this slot: nobody uses it now
+                _remove(stale)
+            self.workdir = Path(tempfile.mkdtemp(prefix=prefix + "kernel-", dir=STATE_DIR))
+            _mount_tmpfs(self.workdir, f"mode=0700,size={DISK_LIMIT_MB}m")
+            self.stage = Path(tempfile.mkdtemp(prefix=prefix + "stage-", dir=STATE_DIR))
+        else:
+            self.workdir, self.stage = Path(tempfile.mkdtemp(prefix="modulecraft-kernel-")), None
         if data_dir:  # the chapter's data files that nbgrader copied next to the notebook
             for item in Path(data_dir).iterdir():
                 if item.is_file() and item.suffix != ".ipynb":
                     shutil.copy(item, self.workdir / item.name)
-        self.stage = Path(tempfile.mkdtemp(prefix=prefix + "stage-", dir=parent)) if self.as_root else None
+        if guard_key is not None:
+            (self.workdir / guard.KEY_FILE).write_bytes(guard_key)
         if self.user:
             for path in [self.workdir, *self.workdir.rglob("*")]:
                 os.chown(path, self.user.pw_uid, self.user.pw_gid)
-        self.watchdog: threading.Timer | None = None
-        self.closed = False
 
     def _claim_slot(self) -> tuple[int, pwd.struct_passwd]:
-        """The first free slot, locked for this kernel's lifetime (across all grading processes)."""
-        for slot in range(MAX_SLOTS):
-            lock = open(_state_dir() / f"slot-{slot}.lock", "a")
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                lock.close()
-                continue
-            self.slot_lock = lock
-            return slot, slot_user(slot)
-        raise RuntimeError(f"all {MAX_SLOTS} grading slots are busy; grade with fewer workers")
+        """The first free slot, locked for this kernel's lifetime (across all grading processes); when all are
+        taken, wait for one (every kernel ends by the notebook time limit)."""
+        patience = course_config.NOTEBOOK_TIMEOUT + SLOT_WAIT_MARGIN
+        deadline = time.monotonic() + patience
+        while True:
+            for slot in range(MAX_SLOTS):
+                lock = open(_state_dir() / f"slot-{slot}.lock", "a")
+                try:
+                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    lock.close()
+                    continue
+                self.slot_lock = lock
+                return slot, slot_user(slot)
+            if time.monotonic() > deadline:
+                raise SlotShortage(
+                    f"all {MAX_SLOTS} grading slots stayed busy for {patience} s (other grading runs on this "
+                    "machine, or a stuck one): grade with fewer workers or wait for the other runs to finish")
+            time.sleep(0.2)
 
     def give(self, path: str) -> None:
         """Hand a file (the connection file) to the kernel's user."""
@@ -222,6 +256,8 @@ class Sandbox:
 
     def start_watchdog(self, pid: int) -> None:
         """Kill the kernel's process group once the notebook time limit has passed."""
+        self.pid = pid
+
         def expire():
             if self.closed:
                 return
@@ -235,16 +271,112 @@ class Sandbox:
         self.watchdog.start()
 
     def close(self) -> None:
+        """End the kernel and every process of its slot user, remove all it wrote, then free the slot."""
+        if self.closed:
+            return
         self.closed = True
         if self.watchdog:
             self.watchdog.cancel()
-        shutil.rmtree(self.workdir, ignore_errors=True)
+        if self.pid:
+            _kill_group(self.pid)
+        if self.user:
+            _kill_user(self.user.pw_uid)
+        _remove(self.workdir)
         if self.stage:
-            shutil.rmtree(self.stage, ignore_errors=True)
+            _remove(self.stage)
         if self.slot_lock:
             self.slot_lock.close()
+        _open.remove(self)
 
 
+class SlotShortage(RuntimeError):
+    """No grading slot came free in time: the submission was not graded (and must not be scored)."""
+
+
+def close_all() -> None:
+    """Close every sandbox this process opened and has not closed (the kernel is gone or must go)."""
+    for sandbox in list(_open):
+        sandbox.close()
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)  # the stub's group: its keeper then kills the kernel
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _kill_user(uid: int, patience: float = 5.0) -> None:
+    """SIGKILL every process of `uid` (a slot user: only its kernel and what that started) until none is left."""
+    deadline = time.monotonic() + patience
+    while time.monotonic() < deadline:
+        found = False
+        for entry in os.scandir("/proc"):
+            if entry.name.isdigit():
+                try:
+                    if entry.stat().st_uid == uid:
+                        found = True
+                        os.kill(int(entry.name), signal.SIGKILL)
+                except (FileNotFoundError, ProcessLookupError):
+                    pass
+        if not found:
+            return
+        time.sleep(0.02)
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+MNT_DETACH = 2
+
+
+def _mount_tmpfs(folder: Path, options: str) -> None:
+    if _libc.mount(b"modulecraft-kernel", str(folder).encode(), b"tmpfs", 0, options.encode()) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"mount tmpfs on {folder}: {os.strerror(error)}")
+
+
+def _remove(path: Path) -> None:
+    """Remove a kernel's folder, unmounting it first if it is a tmpfs (its files go with it)."""
+    _libc.umount2(str(path).encode(), MNT_DETACH)  # fails (EINVAL) when it is no mount point: fine
+    shutil.rmtree(path, ignore_errors=True)
+
+
+class ConfinedExecute(Execute):
+    """nbgrader's Execute, whose kernels' sandboxes are closed however the notebook ends.
+
+    A kernel that exits or is killed mid-notebook costs only the cells it did not run: the cells that ran keep
+    their outputs (and scores), the others get an error output saying why, and the grader reports it."""
+
+    def preprocess(self, nb, resources, km=None):
+        try:
+            return super().preprocess(nb, resources, km=km)
+        except DeadKernelError:
+            events.append(kernel_exit_reason())
+            _mark_unrun(nb)
+            return nb, resources
+        finally:
+            close_all()
+
+
+def kernel_exit_reason() -> str:
+    watchdog = [event for event in events if "time limit" in event]
+    if watchdog:
+        return watchdog[0]
+    return "the kernel exited or died while running the notebook (sys.exit/os._exit, a crash, or a resource limit)"
+
+
+KERNEL_GONE = "KernelGone"  # the ename of the error output given to cells the kernel did not finish
+
+
+def _mark_unrun(nb) -> None:
+    """Give the cell the kernel ended in, and every code cell after it, an error output: nbgrader must not
+    score them as passed. (nbclient numbers a cell as soon as the kernel starts running it.)"""
+    started = [i for i, cell in enumerate(nb.cells) if cell.cell_type == "code" and cell.get("execution_count")]
+    first_unfinished = started[-1] if started else 0
+    for index, cell in enumerate(nb.cells[first_unfinished:], first_unfinished):
+        if cell.cell_type == "code":
+            why = "the kernel ended while this cell ran" if index == first_unfinished else "not run: the kernel had ended"
+            cell.setdefault("outputs", []).append(nbformat.v4.new_output(
+                "error", ename=KERNEL_GONE, evalue=why, traceback=[f"{KERNEL_GONE}: {why}"]))
 _server: forkserver.Server | None = None
 
 
@@ -313,4 +445,8 @@ class SandboxedKernelManager(AsyncKernelManager):
         if self.sandbox is not None:
             self.sandbox.close()
             self.sandbox = None
+
+    # AsyncKernelManager binds `cleanup_resources` to the base class's coroutine (what nbclient calls for a dead
+    # kernel): bind it to ours. `ConfinedExecute` closes the sandbox anyway; this only closes it sooner.
+    cleanup_resources = _async_cleanup_resources
 

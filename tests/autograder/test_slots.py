@@ -1,0 +1,91 @@
+"""One submission's crash never costs another: kernels that die, are killed or time out free their slot and
+leave nothing behind, a shortage of slots makes grading wait, and a new student's chapters graded at once
+do not race to create the student."""
+import fcntl
+import os
+from pathlib import Path
+
+import pytest
+
+from autograder import sandbox, synthetic
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(os.geteuid() != 0, reason="slots (users, tmpfs folders) exist only as root")]
+
+GOOD_ADD = "def add(a, b):\n    return np.asarray(a) + np.asarray(b)"
+DIES_AFTER_WRITING = ("import os\nwith open('ballast', 'wb') as f:\n    f.write(b'x' * 50 * 2**20)\n"
+                      "os.system('sleep 300 &')\nos._exit(0)")
+
+
+def processes_running(command: str) -> list[str]:
+    found = []
+    for entry in os.scandir("/proc"):
+        try:
+            if entry.name.isdigit() and Path(entry.path, "cmdline").read_bytes().split(b"\0")[:2] == command.encode().split():
+                found.append(entry.name)
+        except OSError:
+            pass
+    return found
+
+
+@pytest.fixture(scope="module")
+def crashed_class(tmp_path_factory, short_limits, make_toy_course):
+    """Six notebooks that write 50 MB, start a background process and kill their kernel, then two honest
+    ones, graded by two workers with only two slots on the machine."""
+    tmp_path = tmp_path_factory.mktemp("slots")
+    course = make_toy_course(tmp_path / "grading")
+    students = [f"crasher{n}" for n in range(6)] + ["honest0", "honest1"]
+    for student in students:
+        solution = DIES_AFTER_WRITING if student.startswith("crasher") else GOOD_ADD
+        notebook = synthetic.with_cells(synthetic.solved(course, "90_toy"), {"add": solution})
+        synthetic.write(notebook, tmp_path / f"{student}.ipynb")
+        course.submit(student, "90_toy", tmp_path / f"{student}.ipynb")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sandbox, "MAX_SLOTS", 2)  # the workers fork from this process
+        report = course.grade(workers=2)
+    return course, report
+
+
+def test_honest_submissions_are_unaffected_by_crashed_kernels(crashed_class):
+    course, report = crashed_class
+    for student in ("honest0", "honest1"):
+        outcome = report.outcome(student, "90_toy")
+        assert (outcome.score, outcome.max_score, outcome.needs_review) == (5, 5, []), outcome
+
+
+def test_a_kernel_that_exits_keeps_the_credit_of_what_ran_and_is_reported(crashed_class):
+    course, report = crashed_class
+    for n in range(6):
+        outcome = report.outcome(f"crasher{n}", "90_toy")
+        assert outcome.score == 0 and outcome.status == "graded", outcome
+        assert any("kernel exited" in note for note in outcome.notes), outcome
+
+
+def test_nothing_a_kernel_wrote_or_started_survives_it(crashed_class):
+    # Slots are shared with whatever else grades on this machine: look for what these kernels made.
+    assert list(sandbox.STATE_DIR.rglob("ballast")) == []
+    assert "modulecraft-kernel" not in Path("/proc/self/mounts").read_text() or all(
+        _slot_in_use(line) for line in Path("/proc/self/mounts").read_text().splitlines()
+        if line.startswith("modulecraft-kernel"))
+    assert processes_running("sleep 300") == []
+
+
+def _slot_in_use(mount_line: str) -> bool:
+    """Whether the slot of a kernel folder mounted at this /proc/mounts line is held by a live grader."""
+    slot = Path(mount_line.split()[1]).name.split("-")[0].removeprefix("slot")
+    with open(sandbox.STATE_DIR / f"slot-{slot}.lock", "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        return False
+
+
+def test_a_new_students_chapters_graded_at_once_are_clean(crashed_class, tmp_path, capfd):
+    course, _ = crashed_class
+    for chapter in ("90_toy", "91_other"):
+        synthetic.write(synthetic.solved(course, chapter), tmp_path / f"{chapter}.ipynb")
+        course.submit("newcomer", chapter, tmp_path / f"{chapter}.ipynb")
+    report = course.grade("newcomer", workers=2)
+    assert [o.status for o in report.outcomes] == ["graded", "graded"]
+    assert "IntegrityError" not in capfd.readouterr().err
