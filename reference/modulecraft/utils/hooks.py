@@ -132,13 +132,23 @@ class BackwardHook:
         Returns ``args`` with those arrays replaced, and their positions; ``(args, None)`` when none of them
         requires grad or grad mode is off (nothing will flow back through them).
         """
-        tensors_idx = [index for index, arg in enumerate(args) if isinstance(arg, np.ndarray)]
-        tensors = [args[index] for index in tensors_idx]
-        # A plain ndarray is a tensor that does not require grad (and has no grad_fn).
-        if not (grad_mode.state.enabled and any(getattr(t, "requires_grad", False) for t in tensors)):
+        tensors_idx = []
+        tensors = []
+        requires_grad = False
+        for index, arg in enumerate(args):
+            if isinstance(arg, np.ndarray):
+                tensors_idx.append(index)
+                tensors.append(arg)
+                # A plain ndarray is a tensor that does not require grad (and has no grad_fn).
+                requires_grad = requires_grad or getattr(arg, "requires_grad", False)
+        if not (requires_grad and grad_mode.state.enabled):
             return args, None
         new_tensors = _backward_hook_function().apply(*tensors)
-        fn(next(node for node in (getattr(t, "grad_fn", None) for t in new_tensors) if node is not None))
+        for tensor in new_tensors:
+            grad_fn = getattr(tensor, "grad_fn", None)
+            if grad_fn is not None:
+                fn(grad_fn)
+                break
         arg_list = list(args)
         for index, value in zip(tensors_idx, new_tensors, strict=True):
             arg_list[index] = value
