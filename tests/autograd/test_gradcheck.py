@@ -258,3 +258,16 @@ FUNCTIONAL = {
 def test_functional(name):
     function, input_shapes = FUNCTIONAL[name]
     check_gradients(function, *[_values(i, shape) for i, shape in enumerate(input_shapes)])
+
+
+def test_iterating_over_a_tensor_keeps_the_graph():
+    check_gradients(lambda x: np.stack([row * (index + 1) for index, row in enumerate(x)]), _values(4, (3, 2)))
+
+
+def test_copyto_records_like_setitem():
+    def copy_into(x, v):
+        y = x * 1
+        np.copyto(y, v * 3)
+        return y + x
+
+    check_gradients(copy_into, _values(5, (2, 3)), _values(6, (3,)))

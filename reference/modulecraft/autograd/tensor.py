@@ -278,6 +278,12 @@ class Tensor(np.ndarray):
     def __setitem__(self, key, value):
         _ops().shaping.setitem(self, key, value)
 
+    def __iter__(self):
+        # ndarray's own iteration bypasses __getitem__: it would hand out rows that lost the graph.
+        if self._requires_grad and _grad_state.enabled:
+            return (self[index] for index in range(len(self)))
+        return iter(self.view(np.ndarray))
+
     def reshape(self, *shape, **kwargs):
         if self._requires_grad and _grad_state.enabled:
             return _ops().shaping.reshape(self, shape[0] if len(shape) == 1 else shape, **kwargs)

@@ -200,6 +200,20 @@ def setitem(a: Tensor, key, value) -> None:
         a._requires_grad = True
 
 
+@implements(np.copyto)
+def copyto(dst, src, casting="same_kind", where=True):
+    """``np.copyto(dst, src)`` is ``dst[...] = src`` (torch's ``copy_``), recorded the same way."""
+    if where is not True:
+        raise NotImplementedError("numpy.copyto with where= is not differentiable in modulecraft")
+    if not np.can_cast(np.result_type(plain(src)), np.result_type(plain(dst)), casting=casting):
+        raise TypeError(f"Cannot cast array data from {np.result_type(plain(src))} to {np.result_type(plain(dst))} "
+                        f"according to the rule {casting!r}")
+    if not isinstance(dst, Tensor):
+        raise RuntimeError("copyto(): writing a value that requires grad into a plain ndarray would lose its "
+                           "gradient; copy into a modulecraft.Tensor, or detach() the value")
+    setitem(dst, Ellipsis, src)
+
+
 class CatBackward0(Node):
     __slots__ = ("axis", "sizes")
 
