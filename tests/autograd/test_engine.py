@@ -144,7 +144,8 @@ def test_classic_mistakes_raise_torchs_errors():
     _same_error(lambda: modulecraft.tensor([1.0]).backward(),
                 lambda: torch.tensor([1.0]).backward(),
                 "element 0 of tensors does not require grad and does not have a grad_fn")
-    _same_error(lambda: modulecraft.tensor([1, 2], requires_grad=True), lambda: torch.tensor([1, 2], requires_grad=True),
+    _same_error(lambda: modulecraft.tensor([1, 2], requires_grad=True),
+                lambda: torch.tensor([1, 2], requires_grad=True),
                 "Only Tensors of floating point and complex dtype can require gradients")
     _same_error(lambda: modulecraft.nn.Parameter(np.array([1, 2])), lambda: torch.nn.Parameter(torch.tensor([1, 2])),
                 "Only Tensors of floating point and complex dtype can require gradients")

@@ -28,6 +28,7 @@ way. In-place arithmetic on such a leaf (``p -= lr * p.grad`` outside ``no_grad`
 from __future__ import annotations
 
 import copy as _copy
+import weakref
 from collections import OrderedDict
 
 import numpy as np
@@ -136,8 +137,6 @@ class Tensor(np.ndarray):
                 raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
             return
         if not self._retains_grad:
-            import weakref
-
             self._grad_fn._hooks().retains_grad[self._output_nr] = weakref.ref(self)
             self._retains_grad = True
 
@@ -359,9 +358,7 @@ class Tensor(np.ndarray):
         return getattr(self.view(np.ndarray), name)(**kwargs)
 
     def fill(self, value) -> None:
-        _refuse_graph_write(self, value)
-        self.view(np.ndarray).fill(value)
-        version_counter(self)[0] += 1
+        _ops().shaping.setitem(self, Ellipsis, value)
 
 
 def _ops():
@@ -394,20 +391,24 @@ for _name in ("repeat", "take", "diagonal", "cumsum", "cumprod", "prod", "trace"
 del _name
 
 
-def _refuse_in_place_method(name: str):
-    def refused(self, *args, **kwargs):
+def _in_place_method(name: str):
+    """An ndarray method that changes the array in place: counted as a version, refused while recording."""
+    method = getattr(np.ndarray, name)
+
+    def in_place(self, *args, **kwargs):
         if self._requires_grad and _grad_state.enabled:
             raise NotImplementedError(f"ndarray.{name} changes a tensor that requires grad in place, which is not "
                                       "differentiable in modulecraft; use the numpy function that returns a copy")
-        getattr(np.ndarray, name)(self.view(np.ndarray), *args, **kwargs)
+        method(self.view(np.ndarray), *args, **kwargs)
         version_counter(self)[0] += 1
 
-    refused.__name__ = name
-    return refused
+    in_place.__name__ = name
+    in_place.__doc__ = method.__doc__
+    return in_place
 
 
-for _name in ("sort", "put", "partition", "byteswap", "setfield"):
-    setattr(Tensor, _name, _refuse_in_place_method(_name))
+for _name in ("sort", "put", "partition"):
+    setattr(Tensor, _name, _in_place_method(_name))
 del _name
 
 
