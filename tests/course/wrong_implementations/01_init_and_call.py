@@ -155,4 +155,30 @@ WRONG_IMPLEMENTATIONS += [
         feedback="not self.head.forward(...)",
         edits=[("return self.head(self.encoder(x))", "return self.head.forward(self.encoder(x))")],
     ),
+    dict(
+        grade_id="c01_call_impl",
+        mistake="hooks-see-original-args",
+        feedback="each hook must see the args and result as the hooks before it left them",
+        edits=[
+            ("    for hook in (*global_pre.values(), *self._forward_pre_hooks.values()):\n"
+             "        new_args = hook(self, args)\n"
+             "        if new_args is not None:\n"
+             "            args = new_args if isinstance(new_args, tuple) else (new_args,)\n",
+             "    replaced = args\n"
+             "    for hook in (*global_pre.values(), *self._forward_pre_hooks.values()):\n"
+             "        new_args = hook(self, args)\n"
+             "        if new_args is not None:\n"
+             "            replaced = new_args if isinstance(new_args, tuple) else (new_args,)\n"
+             "    args = replaced\n"),
+        ],
+    ),
+    dict(
+        grade_id="c01_call_impl",
+        mistake="local-forward-hooks-first",
+        feedback="global hooks run before local ones",
+        edits=[
+            ("    for hook in (*global_post.values(), *self._forward_hooks.values()):\n",
+             "    for hook in (*self._forward_hooks.values(), *global_post.values()):\n"),
+        ],
+    ),
 ]
