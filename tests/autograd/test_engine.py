@@ -91,6 +91,24 @@ def _hook_order(lib, x):
     return calls, lib_to_numpy(y.grad)
 
 
+def _leaf_hook_order(lib):
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    accumulate = y.grad_fn.next_functions[0][0]
+    calls = []
+    x.register_hook(lambda g: calls.append("tensor x"))
+    accumulate.register_prehook(lambda grad_outputs: calls.append("pre accumulate"))
+    accumulate.register_hook(lambda grad_inputs, grad_outputs: calls.append(
+        ("post accumulate node", len(grad_inputs), len(grad_outputs))))
+    x.register_post_accumulate_grad_hook(lambda tensor: calls.append(("post accumulate", tensor is x)))
+    y.sum().backward()
+    return calls
+
+
+def test_leaf_hooks_fire_in_torchs_order():
+    assert _leaf_hook_order(modulecraft) == _leaf_hook_order(torch)
+
+
 def lib_to_numpy(value):
     return value.detach().numpy() if isinstance(value, torch.Tensor) else np.asarray(value)
 

@@ -214,3 +214,24 @@ def test_a_small_mlp_trains_like_torch():
                 q -= 0.1 * q.grad
                 p.grad = None
                 q.grad = None
+
+
+def test_dropout_in_place_on_a_tensor_in_a_graph():
+    modulecraft.manual_seed(1)
+    x = modulecraft.tensor(np.ones((20, 10)), requires_grad=True)
+    hidden = x * 1
+    out = nn.Dropout(0.5, inplace=True)(hidden)
+    assert out is hidden and out.grad_fn.name() == "MulBackward0"
+    out.sum().backward()
+    np.testing.assert_array_equal(x.grad, (np.asarray(out) != 0) * 2.0)
+
+
+def test_batch_norm_with_a_cumulative_average_and_identity():
+    ours, theirs = nn.BatchNorm1d(3, momentum=None), torch.nn.BatchNorm1d(3, momentum=None)
+    for _ in range(3):
+        x, tx = _pair(RNG.standard_normal((5, 3)))
+        _check_backward(ours(x), theirs(tx), [(x, tx)])
+    for name in ("running_mean", "running_var", "num_batches_tracked"):
+        _close(getattr(ours, name), getattr(theirs, name))
+    x, tx = _pair(RNG.standard_normal((2, 3)))
+    _check_backward(nn.Identity(7, key="ignored")(x) * 2, torch.nn.Identity(7, key="ignored")(tx) * 2, [(x, tx)])

@@ -135,7 +135,8 @@ class AccumulateGrad(Node):
 
     It runs first among the nodes that are ready (torch gives it the highest priority). The first gradient
     is copied (the graph may share it with other nodes); later ones are added in place into that array.
-    Hooks registered on the leaf tensor run just before, as this node's tensor pre-hooks.
+    Hooks registered on the leaf tensor run just before, as this node's tensor pre-hooks; its post-accumulate
+    hooks run right after the addition.
     """
 
     __slots__ = ("variable",)
@@ -156,6 +157,9 @@ class AccumulateGrad(Node):
             variable._grad = np.array(grad, dtype=variable.dtype, copy=True)
         else:
             np.add(existing, grad, out=existing, casting="unsafe")
+        if variable._post_accumulate_grad_hooks is not None:
+            for hook in tuple(variable._post_accumulate_grad_hooks.values()):
+                hook(variable)
         return ()
 
     def _tensor_pre_hooks(self):

@@ -61,6 +61,7 @@ class Tensor(np.ndarray):
     _function_output = None  # (output_nr, Function name) for an input a custom Function returned as is
     _grad_accumulator = None  # weak reference to the AccumulateGrad node of a leaf
     _backward_hooks = None
+    _post_accumulate_grad_hooks = None
     _retains_grad = False
 
     __hash__ = object.__hash__
@@ -154,6 +155,18 @@ class Tensor(np.ndarray):
             self._backward_hooks = OrderedDict()
         handle = RemovableHandle(self._backward_hooks)
         self._backward_hooks[handle.id] = hook
+        return handle
+
+    def register_post_accumulate_grad_hook(self, hook) -> RemovableHandle:
+        """Call ``hook(tensor)`` on this leaf once backward has added into its ``.grad``."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        if self._post_accumulate_grad_hooks is None:
+            self._post_accumulate_grad_hooks = OrderedDict()
+        handle = RemovableHandle(self._post_accumulate_grad_hooks)
+        self._post_accumulate_grad_hooks[handle.id] = hook
         return handle
 
     def backward(self, gradient=None, retain_graph=None, create_graph: bool = False, inputs=None) -> None:
