@@ -9,6 +9,7 @@ tests) it shows as the static sequence of its steps, so an exported notebook sti
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Hashable
 from dataclasses import dataclass
 from html import escape
@@ -117,39 +118,24 @@ def step_call(module, *inputs, **kwargs) -> list[CallStep]:
 # The fate of each state_dict entry on load_state_dict
 # --------------------------------------------------------------------------------------------------------------
 
-LOADED, MISSING, UNEXPECTED, SIZE_MISMATCH, NOT_AN_ARRAY = (
-    "loaded", "missing", "unexpected", "size mismatch", "not an array")
+LOADED, MISSING, UNEXPECTED, SIZE_MISMATCH, NOT_AN_ARRAY, REFUSED, TAKEN, FORGIVEN = (
+    "loaded", "missing", "unexpected", "size mismatch", "not an array", "refused", "taken", "forgiven")
 EXTRA_STATE = "_extra_state"
 
 
 @dataclass(frozen=True)
 class LoadStep:
-    """What ``load_state_dict`` does with one key, while handling the module at ``module``."""
+    """What ``load_state_dict`` did with one key, while handling the module at ``module``."""
 
     key: str
-    module: str  # qualified name of the module whose _load_from_state_dict decides
+    module: str  # qualified name of the module whose _load_from_state_dict decided
     node: str  # the tree node lit for this step (a shared module is drawn once, at its first name)
-    outcome: str  # LOADED, MISSING, UNEXPECTED, SIZE_MISMATCH or NOT_AN_ARRAY
+    outcome: str  # one of the outcomes above
     reason: str
+    shapes: tuple | None = None  # (checkpoint's shape, model's shape) for a SIZE_MISMATCH
 
     def describe(self) -> str:
         return f"{self.key!r}: {self.outcome} — {self.reason}"
-
-
-def _array_type(array) -> type:
-    """The array class a framework's load accepts: ``torch.Tensor`` for torch, ``numpy.ndarray`` for modulecraft.
-
-    modulecraft's parameters are ``modulecraft.Tensor`` objects, which are ndarrays: ndarray wins over Tensor.
-    """
-    mro = type(array).__mro__
-    return next((cls for cls in mro if cls.__name__ == "ndarray"),
-                next((cls for cls in mro if cls.__name__ == "Tensor"), object))
-
-
-def _overrides_set_extra_state(module) -> bool:
-    """True when the module's class replaces ``Module.set_extra_state`` (then ``_extra_state`` is expected)."""
-    base = next((cls for cls in type(module).__mro__ if cls.__name__ == "Module"), None)
-    return getattr(type(module), "set_extra_state", None) is not getattr(base, "set_extra_state", None)
 
 
 def _local_state(module) -> dict[str, tuple[str, object]]:
@@ -159,20 +145,16 @@ def _local_state(module) -> dict[str, tuple[str, object]]:
     return state
 
 
-def _entry_outcome(key: str, qualname: str, kind: str, target, value) -> tuple[str, str]:
-    """``(outcome, reason)`` for a checkpoint entry whose name matches this module's ``kind`` ``target``."""
-    array_type = _array_type(target)
-    if not isinstance(value, array_type):
-        return NOT_AN_ARRAY, f"the checkpoint holds a {type(value).__name__}, not a {array_type.__name__}"
-    wanted, given = introspect.shape_of(target), introspect.shape_of(value)  # None: lazy, any shape goes
-    if wanted == () and given == (1,):  # torch 0.3 checkpoints stored scalars as 1-element vectors
-        given = ()
-    if None not in (wanted, given) and given != wanted:
-        return SIZE_MISMATCH, f"the checkpoint's shape {given} differs from the {kind}'s shape {wanted} in the model"
-    return LOADED, f"copied into the {kind} {key.rsplit('.', 1)[-1]!r} of {_label(qualname)}"
+def _overrides_set_extra_state(module) -> bool:
+    """True when the module's class replaces ``Module.set_extra_state`` (then ``_extra_state`` is loaded)."""
+    base = next((cls for cls in type(module).__mro__ if cls.__name__ == "Module"), None)
+    return getattr(type(module), "set_extra_state", None) is not getattr(base, "set_extra_state", None)
 
 
-def _unexpected_reason(module, qualname: str, rest: list[str]) -> str:
+def _unexpected_reason(module, qualname: str, prefix: str, key: str) -> str:
+    if not key.startswith(prefix):
+        return f"reported by {_label(qualname)}"
+    rest = key[len(prefix):].split(".", 1)
     if len(rest) > 1:
         return f"{_label(qualname)} has no submodule named {rest[0]!r}"
     name = rest[0]
@@ -183,52 +165,116 @@ def _unexpected_reason(module, qualname: str, rest: list[str]) -> str:
     return f"{_label(qualname)} has no parameter or buffer named {name!r}"
 
 
-def _module_decisions(module, qualname: str, prefix: str, state_dict: dict) -> list[tuple[str, str, str]]:
-    """``(key, outcome, reason)`` as ``_load_from_state_dict`` decides them for one module, in its order."""
-    local = _local_state(module)
-    decisions = []
-    for name, (kind, target) in local.items():
+@dataclass
+class _Call:
+    """One observed call of a module's ``_load_from_state_dict``: its dictionary before and after, what it reported."""
+
+    module: object
+    prefix: str
+    own: dict  # _local_state before the call (assign=True may replace the objects, not the names)
+    before: dict
+    after: dict
+    missing: list
+    unexpected: list
+    errors: list
+
+
+def _observe(call: _Call, node: str) -> list[LoadStep]:
+    """The steps one call of ``_load_from_state_dict`` amounts to, read off what it did to its dictionary and lists."""
+    qualname, prefix, class_name = call.prefix[:-1], call.prefix, type(call.module).__name__
+    steps = []
+
+    def add(key, outcome, reason, shapes=None):
+        steps.append(LoadStep(key, qualname, node, outcome, reason, shapes))
+
+    for key, value in call.before.items():  # entries an override or a load pre-hook renamed or removed
+        if key not in call.after:
+            moved = next((new for new, held in call.after.items() if held is value and new not in call.before), None)
+            add(key, TAKEN, f"renamed to {moved!r} by {class_name}'s _load_from_state_dict or a load pre-hook"
+                if moved else f"removed by {class_name}'s _load_from_state_dict or a load pre-hook")
+    reported = set()
+    for name, (kind, target) in call.own.items():
         key = prefix + name
-        if key in state_dict:
-            decisions.append((key, *_entry_outcome(key, qualname, kind, target, state_dict[key])))
-        else:
-            decisions.append((key, MISSING, f"the model's {kind} has no entry in the checkpoint"))
+        said = [message for message in call.errors if f"for {key}:" in message or f'named "{key}"' in message]
+        if key in call.missing:
+            add(key, MISSING, f"the model's {kind} has no entry in the checkpoint")
+        elif said and said[0].startswith("size mismatch"):
+            add(key, SIZE_MISMATCH, f"the checkpoint's shape {introspect.shape_of(call.after[key])} differs from "
+                f"the {kind}'s shape {introspect.shape_of(target)} in the model",
+                (introspect.shape_of(call.after[key]), introspect.shape_of(target)))
+        elif said:
+            add(key, NOT_AN_ARRAY if "from checkpoint but received" in said[0] else REFUSED, said[0])
+        elif key in call.after:
+            put = "" if key in call.before and call.before[key] is call.after[key] else (
+                f", after {class_name}'s _load_from_state_dict or a load pre-hook put it there")
+            add(key, LOADED, f"copied into the {kind} {name!r} of {_label(qualname)}{put}")
+        reported.add(key)
     extra_key = prefix + EXTRA_STATE
-    if _overrides_set_extra_state(module):
-        if extra_key in state_dict:
-            decisions.append((extra_key, LOADED, f"passed to set_extra_state of {_label(qualname)}"))
-        else:
-            decisions.append((extra_key, MISSING, "the module defines set_extra_state"))
-    elif extra_key in state_dict:
-        decisions.append((extra_key, UNEXPECTED, "the module does not define set_extra_state"))
-    for key in state_dict:
-        if key.startswith(prefix) and key != extra_key:
-            rest = key[len(prefix):].split(".", 1)
-            if (rest[0] not in module._modules) if len(rest) > 1 else (rest[0] not in local):
-                decisions.append((key, UNEXPECTED, _unexpected_reason(module, qualname, rest)))
-    return decisions
+    if _overrides_set_extra_state(call.module) and extra_key in call.after and extra_key not in call.missing:
+        add(extra_key, LOADED, f"passed to set_extra_state of {_label(qualname)}")
+        reported.add(extra_key)
+    for key in call.missing:
+        if key not in reported:
+            add(key, MISSING, "the module defines set_extra_state" if key == extra_key
+                else f"reported missing by {class_name}'s _load_from_state_dict")
+    for key in call.unexpected:
+        add(key, UNEXPECTED, "the module does not define set_extra_state" if key == extra_key
+            else _unexpected_reason(call.module, qualname, prefix, key))
+    for message in call.errors:
+        if not any(message is step.reason for step in steps) and not any(
+                step.shapes and f"for {step.key}:" in message for step in steps):
+            add("", REFUSED, message)
+    return steps
 
 
 def step_load_state_dict(module, state_dict) -> list[LoadStep]:
-    """What ``module.load_state_dict(state_dict, strict=False)`` decides, key by key, without loading anything.
+    """What ``module.load_state_dict(state_dict)`` does, key by key, observed on a deep copy of the module.
 
-    The order is torch's: the root first, then each child's subtree (every registration of a shared module is
-    visited, as ``load`` recurses through ``_modules``); within a module its parameters, then its persistent
-    buffers, then its extra state, then the checkpoint's keys it cannot place. Load pre-hooks and overridden
-    ``_load_from_state_dict`` methods (which may rename keys) are not run: this is the default mechanism.
+    The real load runs on the copy, so every override of ``_load_from_state_dict``, load pre-hook (lazy
+    modules' included) and post-hook has its say; each module's ``_load_from_state_dict`` is wrapped to record
+    its dictionary before and after and what it added to the missing / unexpected / error lists. The order is
+    torch's: the root first, then each child's subtree (every registration of a shared module is visited);
+    within a module, entries renamed or removed by it come first, then its parameters and persistent buffers,
+    its extra state, the other keys it reports missing, the keys it cannot place. Keys a load post-hook removes
+    from the lists come last, as ``FORGIVEN``.
     """
-    node_names = _node_names(module)
-    steps: list[LoadStep] = []
+    model = copy.deepcopy(module)
+    node_names = _node_names(model)
+    calls: list[_Call] = []
+    lists: list[list] = []
 
-    def load(current, local_state_dict, prefix):
-        qualname = prefix[:-1]
-        for key, outcome, reason in _module_decisions(current, qualname, prefix, local_state_dict):
-            steps.append(LoadStep(key, qualname, node_names[id(current)], outcome, reason))
-        for name, child in introspect.children(current):
-            child_prefix = f"{prefix}{name}."
-            load(child, {k: v for k, v in local_state_dict.items() if k.startswith(child_prefix)}, child_prefix)
+    def observed(current, original):
+        def load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                 error_msgs, *args, **kwargs):
+            counts = len(missing_keys), len(unexpected_keys), len(error_msgs)
+            before, own = dict(state_dict), _local_state(current)
+            lists[:] = [missing_keys, unexpected_keys]
+            try:
+                original(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs,
+                         *args, **kwargs)
+            finally:
+                calls.append(_Call(current, prefix, own, before, dict(state_dict), missing_keys[counts[0]:],
+                                   unexpected_keys[counts[1]:], error_msgs[counts[2]:]))
+        return load_from_state_dict
 
-    load(module, dict(state_dict), "")
+    distinct, stack = {}, [model]
+    while stack:
+        current = stack.pop()
+        if id(current) not in distinct:
+            distinct[id(current)] = current
+            current._load_from_state_dict = observed(current, current._load_from_state_dict)
+            stack.extend(child for _, child in introspect.children(current))
+    try:
+        model.load_state_dict(state_dict, strict=False)
+    except RuntimeError as error:
+        if not str(error).startswith("Error(s) in loading state_dict"):
+            raise
+    steps = [step for call in calls for step in _observe(call, node_names[id(call.module)])]
+    final_missing, final_unexpected = lists if lists else ([], [])
+    for outcome, final in ((MISSING, final_missing), (UNEXPECTED, final_unexpected)):
+        for step in [step for step in steps if step.outcome == outcome and step.key not in final]:
+            steps.append(LoadStep(step.key, step.module, step.node, FORGIVEN,
+                                  f"removed from the {outcome} keys by a load_state_dict post-hook"))
     return steps
 
 
@@ -240,7 +286,7 @@ def step_load_state_dict(module, state_dict) -> list[LoadStep]:
 MAX_STATIC_FRAMES = 30  # frames drawn in the static sequence; a teaching model needs far fewer
 
 ROW_STATUS = {LOADED: "loads", MISSING: "missing", UNEXPECTED: "unexpected", SIZE_MISMATCH: "mismatch",
-              NOT_AN_ARRAY: "mismatch"}
+              NOT_AN_ARRAY: "mismatch", REFUSED: "mismatch", TAKEN: "node_eval", FORGIVEN: "node_eval"}
 
 
 class Stepper:
