@@ -1,6 +1,7 @@
 """The engine against torch.autograd: accumulation, order, hooks, errors, freeing, grad(), grad mode."""
 
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -215,6 +216,18 @@ def test_a_view_shares_the_version_counter_of_its_base():
             view[0] = 7  # a write through the view changes what MulBackward0 saved
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             loss.backward()
+
+
+def test_reading_grad_of_a_non_leaf_warns_as_torch():
+    (x,), (tx,) = leaves([1.0])
+    for hidden in (x * 2, tx * 2):
+        with pytest.warns(UserWarning, match="The .grad attribute of a Tensor that is not a leaf Tensor"):
+            assert hidden.grad is None
+    retained = x * 2
+    retained.retain_grad()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert retained.grad is None and x.grad is None
 
 
 def test_retain_graph_allows_a_second_backward():

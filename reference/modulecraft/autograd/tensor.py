@@ -28,6 +28,7 @@ way. In-place arithmetic on such a leaf (``p -= lr * p.grad`` outside ``no_grad`
 from __future__ import annotations
 
 import copy as _copy
+import warnings
 import weakref
 from collections import OrderedDict
 
@@ -106,6 +107,12 @@ class Tensor(np.ndarray):
     @property
     def grad(self) -> np.ndarray | None:
         """The accumulated gradient (a plain ``np.ndarray``), or None before the first backward."""
+        if self._grad_fn is not None and not self._retains_grad and self._grad is None:
+            warnings.warn(
+                "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute "
+                "won't be populated during autograd.backward(). If you indeed want the .grad field to be populated "
+                "for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor "
+                "by mistake, make sure you access the leaf Tensor instead.", UserWarning, stacklevel=2)
         return self._grad
 
     @grad.setter
