@@ -63,7 +63,8 @@ def test_node_names_and_next_functions_match_torch():
 
     cases = [lambda a, b: a @ b.T + 1, lambda a, b: 1 - a, lambda a, b: a ** 2 * 3, lambda a, b: 2 ** a,
              lambda a, b: -a[0], lambda a, b: a[[0, 1]], lambda a, b: a[0:1], lambda a, b: a.mean(),
-             lambda a, b: a.reshape(3, 2), lambda a, b: a / b[:2], lambda a, b: a.T, lambda a, b: a.round()]
+             lambda a, b: a.reshape(3, 2), lambda a, b: a / b[:2], lambda a, b: a.T, lambda a, b: a.round(),
+             lambda a, b: a.clip(0, 1) if isinstance(a, np.ndarray) else a.clamp(0, 1)]
     for build in cases:
         assert structure(build(x, w).grad_fn) == structure(build(tx, tw).grad_fn)
     assert structure(x.sum(axis=0).grad_fn) == structure(tx.sum(0).grad_fn)

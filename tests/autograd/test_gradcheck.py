@@ -88,6 +88,8 @@ UNARY = {
     "round decimals": (lambda x: np.round(x, 2), None),
     "floor": (np.floor, None),
     "sign": (np.sign, 0.1),
+    "clip": (lambda x: np.clip(x, -0.5, 0.7), None),
+    "clip method, one bound": (lambda x: x.clip(min=-0.2), None),
 }
 
 

@@ -1,6 +1,7 @@
 """Elementwise operations (numpy ufuncs): arithmetic with broadcasting, ``exp``, ``log``, ``tanh``, ``maximum``...
 
-``round``/``floor``/``ceil``/``trunc``/``sign`` record a node whose gradient is zero, as torch's do.
+``round``/``floor``/``ceil``/``trunc``/``sign`` record a node whose gradient is zero, as torch's do; ``clip`` with
+number bounds records torch's ``ClampBackward1``.
 
 Node names and edges follow torch: ``x + 1`` records ``AddBackward0`` with edges (x, None); a Python number
 on the left of ``+`` or ``*`` is moved to the right as torch does; ``1 - x`` is ``RsubBackward1``, ``x ** 2``
@@ -18,6 +19,11 @@ from modulecraft.autograd.ops.registry import UFUNCS, implements
 from modulecraft.autograd.tensor import edges, plain, result, save, save_output
 
 __all__ = ["unbroadcast"]
+
+try:
+    from numpy._core.umath import clip as _clip_ufunc
+except ImportError:  # numpy 1.x
+    from numpy.core.umath import clip as _clip_ufunc
 
 
 def unbroadcast(grad, shape: tuple):
@@ -245,6 +251,40 @@ def round(a, decimals=0, out=None):
     return result(np.round(plain(a), decimals), node)
 
 
+class ClampBackward1(Node):
+    """``np.clip`` with number bounds: the gradient passes where the input is within them, bounds included."""
+
+    __slots__ = ("low", "high")
+
+    def backward(self, grad):
+        (a,) = self.saved_values()
+        inside = np.ones(a.shape, dtype=bool)
+        if self.low is not None:
+            inside &= a >= self.low
+        if self.high is not None:
+            inside &= a <= self.high
+        return (grad * inside,)
+
+
+def _clip(inputs, raw):
+    a, low, high = raw
+    if isinstance(low, np.ndarray) or isinstance(high, np.ndarray):
+        raise NotImplementedError("numpy.clip is differentiable in modulecraft only with number bounds")
+    node = ClampBackward1(edges(inputs[:1]))
+    node.low, node.high = low, high
+    save(node, inputs[:1], raw[:1])
+    return result(np.clip(a, low, high), node)
+
+
+@implements(np.clip)
+def clip(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue, max=np._NoValue, **kwargs):
+    if out is not None or kwargs:
+        raise NotImplementedError("numpy.clip with out= or ufunc options is not differentiable in modulecraft")
+    low = a_min if a_min is not np._NoValue else (None if min is np._NoValue else min)
+    high = a_max if a_max is not np._NoValue else (None if max is np._NoValue else max)
+    return _clip((a, low, high), [plain(a), low, high])
+
+
 def _binary(node_class, ufunc, saves_inputs: bool, commutative: bool = False):
     def rule(inputs, raw):
         if commutative and _is_number(raw[0]) and not _is_number(raw[1]):
@@ -322,4 +362,5 @@ UFUNCS.update({
     np.ceil: _unary(CeilBackward0, np.ceil, None),
     np.trunc: _unary(TruncBackward0, np.trunc, None),
     np.sign: _unary(SignBackward0, np.sign, None),
+    _clip_ufunc: _clip,  # what ndarray.clip calls
 })
