@@ -19,6 +19,8 @@ In-place changes bump a version counter, shared by a tensor and the views record
 and raises torch's error when they differ. What numpy does not show us cannot be counted: writes through a
 plain ``np.ndarray`` view (``np.asarray(t)[0] = 1``, ``t.data[...] = 0``) and in-place changes of plain
 ndarrays used in a graph; such writes change the gradient silently, as ``.data`` writes do in torch.
+Likewise, numpy converts a *list* of tensors to a plain array without asking us (``np.array([a, b])``,
+``np.add([a, b], 1)``): the result has no graph; ``np.stack([a, b])`` records one.
 Assigning into a leaf that requires grad (``p[...] = values``, ``p[0] = 1``, ``p.fill(0)``) is a data write
 even with grad mode on (torch raises "a leaf Variable that requires grad is being used in an in-place
 operation" unless under ``no_grad``): existing array code initialises, converts and loads parameters that
