@@ -41,6 +41,13 @@ def test_expect_call_turns_an_exception_of_the_learners_code_into_feedback():
     assert "Expected: no exception" in feedback_of(lambda: checks.expect_call("setattr", lambda: {}["x"], None, "h"))
 
 
+def test_call_returns_the_result_or_turns_an_exception_into_feedback():
+    assert checks.call("train_epoch", lambda: [1.5], "hint") == [1.5]
+    message = feedback_of(lambda: checks.call("train_epoch", lambda: {}["x"], "see section 12.3"))
+    assert "train_epoch" in message and "Expected: no exception" in message and "KeyError" in message
+    assert "see section 12.3" in message
+
+
 def test_expect_raises_checks_the_type_and_the_phrase():
     def fail(exception):
         def call():

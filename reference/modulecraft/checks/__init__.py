@@ -17,7 +17,7 @@ import numpy as np
 
 from modulecraft.checks.containers import containers_holding
 
-__all__ = ["containers_holding", "expect", "expect_call", "expect_raises", "feedback"]
+__all__ = ["call", "containers_holding", "expect", "expect_call", "expect_raises", "feedback"]
 
 
 def feedback(what: str, expected: Any, got: Any, hint: str) -> str:
@@ -42,6 +42,17 @@ def expect_call(what: str, call: Callable[[], Any], expected: Any, hint: str) ->
         wanted = "no exception" if expected is None else expected
         raise AssertionError(feedback(what, wanted, f"{type(error).__name__}: {error}", hint)) from None
     expect(what, got, expected, hint)
+
+
+def call(what: str, call: Callable[[], Any], hint: str) -> Any:
+    """``call()``'s result, for a test that goes on to check it; an exception becomes feedback naming ``what``.
+
+    Assign the result (a test cell must not end with a displayed number: nbgrader reads it as partial credit).
+    """
+    try:
+        return call()
+    except Exception as error:
+        raise AssertionError(feedback(what, "no exception", f"{type(error).__name__}: {error}", hint)) from None
 
 
 def expect_raises(
