@@ -339,4 +339,48 @@ def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
             ("    self._check_member_name(\"parameter\", \"_parameters\", name)\n", ""),
         ],
     ),
+    dict(
+        grade_id='c06_call_impl',
+        mistake='call-impl-local-first',
+        feedback='Global hooks run before the module',
+        edits=[
+            ("        for hook_id, hook in (*global_pre.items(), *self._forward_pre_hooks.items()):\n",
+             "        for hook_id, hook in (*self._forward_pre_hooks.items(), *global_pre.items()):\n"),
+        ],
+    ),
+    dict(
+        grade_id='c06_call_impl',
+        mistake='always-called-twice',
+        feedback='must not run a second time',
+        edits=[
+            ("            if not always_called(hook_id) or hook_id in called:\n",
+             "            if not always_called(hook_id):\n"),
+        ],
+    ),
+    dict(
+        grade_id='c06_call_impl',
+        mistake='hook-error-not-warned',
+        feedback='must be turned into a warning',
+        edits=[
+            ("            except Exception as error:\n"
+             "                warnings.warn(\n",
+             "            except ZeroDivisionError as error:\n"
+             "                raise\n"
+             "            except Exception as error:\n"
+             "                warnings.warn(\n"),
+        ],
+    ),
+    dict(
+        grade_id='c06_call_impl',
+        mistake='forward-hook-result-dropped',
+        feedback='a +100 forward hook',
+        edits=[
+            ("                result = hook(self, args, output)\n"
+             "            if result is not None:\n"
+             "                output = result\n"
+             "        return output\n",
+             "                result = hook(self, args, output)\n"
+             "        return output\n"),
+        ],
+    ),
 ]
