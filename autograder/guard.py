@@ -18,6 +18,12 @@ the grader evidence that code in the kernel cannot counterfeit without being cau
   signed, so the grader holds the submission for review. The key is held by OpenSSL's HMAC object (C), whose
   methods student code cannot patch.
 
+Hidden tests must not reach the learner: after each test cell, "scrub" removes its text from the kernel's
+input history (`In`, `_ih`, `_i*`, the history manager) and from linecache; and code of the notebook that
+looks at frames or code objects while a test cell runs (`sys._getframe`, `inspect.currentframe`,
+`traceback.extract_stack`, a traceback's frames, a generator's frame, a function's `__code__`) is reported.
+The grader also removes outputs that quote hidden tests (`integrity`, `feedback`).
+
 "verify" reports as tampering: replaced builtins, numpy functions, `modulecraft.checks` helpers, `sys` hooks
 and modules; changed methods of the classes IPython, ipykernel, modulecraft and this guard run on (class level)
 and of their live objects (instance level); IPython's cell rewriting and exception hooks; another audit hook;
@@ -53,6 +59,7 @@ EXPOSING = {"gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._curr
             "sys.setprofile", "ctypes.dlopen", "ctypes.dlsym", "ctypes.dlsym/handle", "ctypes.string_at",
             "ctypes.wstring_at", "ctypes.cdata", "ctypes.cdata/buffer", "ctypes.addressof"}
 EXPOSING_WHILE_BUSY = {"sys._getframe", "object.__getattr__"}
+FRAME_WRAPPERS = ("inspect", "traceback")  # modules through which a cell commonly reaches frames
 CODE_ATTRIBUTES = {"__code__", "__defaults__", "__kwdefaults__"}
 IMMUTABLE_TYPE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE: classes nobody can patch
 
@@ -80,7 +87,7 @@ def install(cell_deadline=None):
 
 def _hook(sign, checks, write, flush):
     """The audit hook: the only holder of the signing key (inside `sign`) and of the snapshots (`checks`)."""
-    state = {"sign": sign, "busy": False, "lost": None}
+    state = {"sign": sign, "busy": False, "lost": None, "test": None, "inspecting": False}
 
     def drop_key(why):
         state["sign"] = None
@@ -100,6 +107,8 @@ def _hook(sign, checks, write, flush):
 
     def handle(event, args):
         """What to refuse (a message), after dropping the key; None to let the event through."""
+        if state["inspecting"]:
+            return None
         if event == EVENT:
             if not state["busy"]:
                 state["busy"] = True
@@ -108,8 +117,12 @@ def _hook(sign, checks, write, flush):
                     if what == "verify":
                         problems = checks.problems()
                         report(nonce, "ok" if not problems else "tampered: " + "; ".join(sorted(set(problems))))
+                        state["test"] = nonce
                     elif what == "passed":
                         report(nonce, "passed")
+                    elif what == "scrub":
+                        state["test"] = None
+                        checks.scrub(nonce)
                     elif what == "snapshot":
                         checks.snapshot()
                 finally:
@@ -120,6 +133,13 @@ def _hook(sign, checks, write, flush):
         elif state["busy"] and event in EXPOSING_WHILE_BUSY:
             drop_key(f"{event} while the guard was checking")
             return f"{event} is not available in a graded notebook"
+        elif state["test"] and event in EXPOSING_WHILE_BUSY and not state["inspecting"]:
+            state["inspecting"] = True  # our own look at the caller's frame raises these events again
+            try:
+                if checks.called_from_a_cell():
+                    checks.found.append(f"the notebook's code looked at frames or code ({event}) during a test")
+            finally:
+                state["inspecting"] = False
         elif event == "open" and isinstance(args[0], str) and _is_process_memory(args[0]):
             drop_key(f"opening {args[0]}")
             return f"{args[0]} is not available in a graded notebook"
@@ -185,6 +205,38 @@ class _Checks:
         for name in names:
             if hasattr(owner, name):
                 self.watched[f"{owner_name}.{name}"] = (owner, name, getattr(owner, name))
+
+    def called_from_a_cell(self):
+        """Whether the code that raised the current audit event (directly or through `inspect`/`traceback`) is
+        a cell's: frame 0 is this method, 1 `handle`, 2 `hook`, 3 the caller."""
+        cells = getattr(getattr(self.shell, "compile", None), "_filename_map", {})
+        frame = sys._getframe(3)
+        for _ in range(3):  # plain dict and str operations only: no code of the notebook may run here
+            if frame is None:
+                return False
+            filename = frame.f_code.co_filename
+            if type(filename) is not str or dict.__contains__(cells, filename):
+                return True
+            if dict.get(frame.f_globals, "__name__") not in FRAME_WRAPPERS:
+                return False
+            frame = frame.f_back
+        return False
+
+    def scrub(self, nonce):
+        """Forget the test cell holding `nonce` (its last line names it): input history and linecache."""
+        import linecache
+        if self.shell is not None:
+            manager = self.shell.history_manager
+            for history in (manager.input_hist_parsed, manager.input_hist_raw):
+                for index, text in enumerate(history):
+                    if nonce in text:
+                        history[index] = ""
+            for name, value in list(self.namespace.items()):
+                if name.startswith("_i") and isinstance(value, str) and nonce in value:
+                    self.namespace[name] = ""
+        for name, entry in list(linecache.cache.items()):
+            if len(entry) > 2 and nonce in "".join(entry[2]):
+                del linecache.cache[name]
 
     def snapshot(self):
         """Remember the modules the course's cells bound to names (`np`, `nn`, ...)."""

@@ -27,7 +27,7 @@ from nbgrader.preprocessors import ClearHiddenTests
 from traitlets.config import Config
 
 from . import config as course_config
-from . import sandbox
+from . import feedback, sandbox
 from .guard import EVENT, MARK
 
 UNGRADABLE = ("not a valid notebook", "not a notebook of chapter", "no notebook was submitted")
@@ -47,7 +47,7 @@ def verdict() -> list[str]:
     first = {}
     for test, problem in _verdict:
         first.setdefault(problem, test)
-    return [f"{problem} (seen before test cell {test!r})" for problem, test in first.items()]
+    return [problem if test is None else f"{problem} (seen before test cell {test!r})" for problem, test in first.items()]
 
 
 def is_ungradable(problems: list[str]) -> bool:
@@ -192,6 +192,8 @@ class InsertGuard(NbGraderPreprocessor):
                 cell.metadata[GUARD_KEY] = {"role": "test", "nonce": passed, "source": cell.source}
                 cell.source = cell.source.rstrip("\\\n") + "\n" + _audit("passed", passed)
             cells.append(cell)
+            if cell.cell_type == "code" and _is_test(cell):
+                cells.append(_guard_cell("scrub", _audit("scrub", passed)))
             if cell.cell_type == "code" and utils.is_locked(cell) and not utils.is_grade(cell):
                 cells.append(_guard_cell("snapshot", _audit("snapshot")))
         nb.cells = cells
@@ -215,6 +217,8 @@ class CollectGuard(NbGraderPreprocessor):
             elif guard["role"] == "test":
                 _score_test(cell, guard)
         nb.cells = [cell for cell in nb.cells if cell.metadata.get(GUARD_KEY, {}).get("role", "test") == "test"]
+        _verdict.extend((None, f"an output of cell {cell!r} quoted the hidden tests (removed)")
+                        for cell in feedback.remove_leaks(nb))
         return nb, resources
 
 

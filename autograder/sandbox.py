@@ -433,6 +433,8 @@ class SandboxedKernelManager(AsyncKernelManager):
         kw["cwd"] = str(self.sandbox.workdir)
         kw["env"] = self.sandbox.env(kw.get("env") or os.environ)
         kernel_cmd, kw = await super()._async_pre_start_kernel(**kw)
+        # The input history (hidden tests included) kept in memory only, where the guard scrubs it: no file.
+        kernel_cmd = [*kernel_cmd, "--HistoryManager.enabled=False"]
         self.sandbox.give(self.connection_file)
         return self.sandbox.wrap(kernel_cmd), kw
 
