@@ -25,6 +25,9 @@ def test_parameter_and_buffer_of_a_tensor_are_new_objects_sharing_memory(lib):
     assert param is not data and buffer is not data and again is not param
     assert shares(param, data) and shares(buffer, data) and shares(again, param)
     assert param.requires_grad and not buffer.requires_grad and type(again) is Parameter
+    before = param._version
+    data[0] += 1  # one version counter for all, as torch's detach() shares it
+    assert data._version == param._version == buffer._version == again._version > before
 
 
 @pytest.mark.parametrize("lib", ["torch", "modulecraft"])

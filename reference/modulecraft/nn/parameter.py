@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from modulecraft.autograd.tensor import Tensor
+from modulecraft.autograd.tensor import Tensor, version_counter
 
 __all__ = ["Parameter", "UninitializedParameter", "is_lazy", "Buffer", "UninitializedBuffer",
            "UninitializedTensorMixin"]
@@ -45,6 +45,14 @@ class _FlagInstanceCheck(type):
         return super().__instancecheck__(instance)
 
 
+def _detached_view(data, cls):
+    """``data`` as a new ``cls`` object sharing its memory and, for a Tensor, its version (as ``t.detach()``)."""
+    view = np.asarray(data).view(cls)
+    if isinstance(data, Tensor):
+        view._vc = version_counter(data)
+    return view
+
+
 def _rebuild_parameter(cls, data, requires_grad):
     return cls(data, requires_grad)
 
@@ -64,7 +72,7 @@ class Parameter(Tensor, metaclass=_FlagInstanceCheck):
     def __new__(cls, data=None, requires_grad: bool = True):
         if data is None:
             data = np.empty(0, dtype=np.float32)
-        self = np.asarray(data).view(cls)
+        self = _detached_view(data, cls)
         if requires_grad:
             _float_dtype_required(self)
             self._requires_grad = True
@@ -98,7 +106,7 @@ class Buffer(Tensor, metaclass=_FlagInstanceCheck):
         if data is None:
             data = np.empty(0, dtype=np.float32)
         requires_grad = isinstance(data, Tensor) and data.requires_grad
-        self = np.asarray(data).view(cls)
+        self = _detached_view(data, cls)
         if requires_grad:
             self._requires_grad = True
         if not persistent:
