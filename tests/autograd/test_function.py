@@ -135,3 +135,26 @@ def test_without_grad_apply_records_nothing():
     with modulecraft.no_grad():
         out = _saving(autograd.Function).apply(x)
     assert getattr(out, "grad_fn", None) is None
+
+
+def test_forward_without_ctx_and_setup_context():
+    results = []
+    for lib, base in ((modulecraft, autograd.Function), (torch, torch.autograd.Function)):
+        class Scaled(base):
+            @staticmethod
+            def forward(x, k):
+                return x * k
+
+            @staticmethod
+            def setup_context(ctx, inputs, output):
+                ctx.k = inputs[1]
+
+            @staticmethod
+            def backward(ctx, grad):
+                return grad * ctx.k, None
+
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        out = Scaled.apply(x, 3.0)
+        out.sum().backward()
+        results.append((out.grad_fn.name(), np.asarray(x.grad).tolist()))
+    assert results[0] == results[1] == ("ScaledBackward", [3.0, 3.0])

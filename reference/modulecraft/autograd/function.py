@@ -103,12 +103,18 @@ class _FunctionMeta(type):
 
 
 class Function(metaclass=_FunctionMeta):
-    """Subclass with ``@staticmethod forward(ctx, *args)`` and ``@staticmethod backward(ctx, *grads)``;
-    call ``apply``, never ``forward``, to get a recorded result."""
+    """Subclass with ``@staticmethod forward(ctx, *args)`` and ``@staticmethod backward(ctx, *grads)`` (or
+    torch 2's ``forward(*args)`` plus ``setup_context(ctx, inputs, output)``); call ``apply``, never
+    ``forward``, to get a recorded result."""
 
     @staticmethod
     def forward(ctx, *args, **kwargs):
         raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        """Override (with a ``forward`` that takes no ctx) to fill ``ctx`` from the inputs and the output."""
+        raise NotImplementedError("setup_context is not implemented.")
 
     @staticmethod
     def backward(ctx, *grad_outputs):
@@ -121,7 +127,11 @@ class Function(metaclass=_FunctionMeta):
         tensor_args = [arg for arg in args if isinstance(arg, np.ndarray)]
         ctx.needs_input_grad = tuple(isinstance(arg, Tensor) and arg._requires_grad for arg in args)
         with grad_mode.no_grad():
-            outputs = cls.forward(ctx, *args, **kwargs)
+            if cls.setup_context is Function.setup_context:
+                outputs = cls.forward(ctx, *args, **kwargs)
+            else:  # torch 2's style: forward without ctx, then setup_context(ctx, inputs, output)
+                outputs = cls.forward(*args, **kwargs)
+                cls.setup_context(ctx, args, outputs)
         if not (grad_mode.state.enabled and any(ctx.needs_input_grad)):
             return outputs
         ctx.next_functions = edges(tensor_args)
