@@ -380,3 +380,20 @@ def _execution_order(lib):
 def test_nodes_run_in_torchs_order():
     """Ready nodes run newest first (highest sequence number), leaves' AccumulateGrad before any other."""
     assert _execution_order(modulecraft) == _execution_order(torch)
+
+
+def test_several_roots_and_explicit_gradients():
+    (x, w), (tx, tw) = leaves([1.0, 2.0], [3.0, -1.0])
+    results = []
+    for lib, a, b in ((modulecraft, x, w), (torch, tx, tw)):
+        grad_module = autograd if lib is modulecraft else torch.autograd
+        float64 = np.float64 if lib is modulecraft else torch.float64
+        first, second = a * b, (a * a).sum()
+        seed = lib.tensor([0.5, 2.0], dtype=float64)
+        grad_module.backward([first, second], [seed, lib.tensor(3.0, dtype=float64)])
+        shared = a * b
+        (direct,) = grad_module.grad([shared, shared.sum()], [b], grad_outputs=[seed, None], retain_graph=True)
+        out = a * 2
+        out.backward(lib.tensor([1.0, -1.0], dtype=float64))
+        results.append((lib_to_numpy(a.grad).tolist(), lib_to_numpy(b.grad).tolist(), lib_to_numpy(direct).tolist()))
+    assert results[0] == results[1]
