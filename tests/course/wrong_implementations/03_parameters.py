@@ -145,4 +145,29 @@ class FixedExperts(nn.Module):
         return x
 ''',
     ),
+    dict(
+        grade_id="c03_register_parameter",
+        mistake="value-checked-first",
+        feedback="the name is checked before the value",
+        edits=[
+            ("    if param is not None and not isinstance(param, nn.Parameter):\n"
+             "        raise TypeError(f\"cannot assign '{typename(param)}' object to parameter '{name}' \"\n"
+             "                        \"(modulecraft.nn.Parameter or None required)\")\n",
+             ""),
+            ("    if \"_parameters\" not in self.__dict__:\n",
+             "    if param is not None and not isinstance(param, nn.Parameter):\n"
+             "        raise TypeError(f\"cannot assign '{typename(param)}' object to parameter '{name}' \"\n"
+             "                        \"(modulecraft.nn.Parameter or None required)\")\n"
+             "    elif \"_parameters\" not in self.__dict__:\n"),
+        ],
+    ),
+    dict(
+        grade_id="c03_register_parameter",
+        mistake="stores-a-copy",
+        feedback="store the parameter itself",
+        edits=[
+            ("    self._parameters[name] = param",
+             "    self._parameters[name] = None if param is None else nn.Parameter(np.array(param))"),
+        ],
+    ),
 ]

@@ -121,4 +121,38 @@ prediction = ["scale", "count", "history", "total", "norm.weight", "norm.bias", 
              "        self.table = np.sin(np.arange(length, dtype=np.float32))\n"),
         ],
     ),
+    dict(
+        grade_id="c04_register_buffer",
+        mistake="value-checked-first",
+        feedback="the name is checked before the value",
+        edits=[
+            ("    elif tensor is not None and not isinstance(tensor, np.ndarray):\n"
+             "        raise TypeError(f\"cannot assign '{typename(tensor)}' object to buffer '{name}' \"\n"
+             "                        \"(numpy.ndarray or None required)\")\n",
+             ""),
+            ("    if \"_buffers\" not in self.__dict__:\n",
+             "    if tensor is not None and not isinstance(tensor, np.ndarray):\n"
+             "        raise TypeError(f\"cannot assign '{typename(tensor)}' object to buffer '{name}' \"\n"
+             "                        \"(numpy.ndarray or None required)\")\n"
+             "    elif \"_buffers\" not in self.__dict__:\n"),
+        ],
+    ),
+    dict(
+        grade_id="c04_register_buffer",
+        mistake="stores-a-copy",
+        feedback="store the array itself",
+        edits=[
+            ("    self._buffers[name] = tensor\n",
+             "    self._buffers[name] = None if tensor is None else tensor.copy()\n"),
+        ],
+    ),
+    dict(
+        grade_id="c04_saved_buffers",
+        mistake="copies-buffers",
+        feedback="return the buffer objects themselves",
+        edits=[
+            ("        name: buffer\n",
+             "        name: buffer.copy()\n"),
+        ],
+    ),
 ]
