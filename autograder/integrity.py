@@ -36,10 +36,19 @@ GUARD_KEY = "modulecraft_guard"  # cell metadata key of inserted guard cells
 # (test cell, problem) reported by the guard in the last autograde run of this process (one at a time per worker).
 _verdict: list[tuple[str, str]] = []
 _key: bytes | None = None  # the guard's signing key for the notebook being graded by this process
+_limits: list[str] = []  # the limits the notebook hit, for the learner and the status (not a review)
+OUTPUT_LINES_LIMIT = 1000  # nbgrader's LimitOutput.max_lines, which cuts longer outputs after us
 
 
 def reset_verdict() -> None:
     _verdict.clear()
+    _limits.clear()
+
+
+def limits_hit() -> list[str]:
+    """The limits the last notebook graded by this process hit, each with the cells that hit it, in
+    words for the learner: its cells that ran still count."""
+    return list(dict.fromkeys(_limits))
 
 
 def verdict() -> list[str]:
@@ -219,7 +228,34 @@ class CollectGuard(NbGraderPreprocessor):
         nb.cells = [cell for cell in nb.cells if cell.metadata.get(GUARD_KEY, {}).get("role", "test") == "test"]
         _verdict.extend((None, f"an output of cell {cell!r} quoted the hidden tests (removed)")
                         for cell in feedback.remove_leaks(nb))
+        _limits.extend(limit for index, cell in enumerate(nb.cells) for limit in _limits_of(cell, index))
         return nb, resources
+
+
+def _limits_of(cell, index: int) -> list[str]:
+    """Which limits a cell's outputs show it hit (the error a limit raises in Python, or its output's size)."""
+    name = _grade_id(cell) or f"#{index}"
+    found = []
+    for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+        if output.get("output_type") != "error":
+            continue
+        ename, evalue = output.get("ename", ""), str(output.get("evalue", ""))
+        if ename == "MemoryError":
+            found.append(f"cell {name} ran out of memory (the limit is {sandbox.MEMORY_LIMIT_MB} MB)")
+        elif "Resource temporarily unavailable" in evalue or "can't start new thread" in evalue:
+            found.append(f"cell {name} hit the limit of {sandbox.PROCESS_LIMIT} processes and threads")
+        elif "No space left on device" in evalue:
+            found.append(f"cell {name} filled its disk space ({sandbox.DISK_LIMIT_MB} MB in its folder, "
+                         f"{sandbox.FILE_SIZE_LIMIT_MB} MB in /tmp)")
+        elif "File too large" in evalue:
+            found.append(f"cell {name} wrote a file over the {sandbox.FILE_SIZE_LIMIT_MB} MB limit")
+        elif ename == "SystemExit":
+            found.append(f"cell {name} called sys.exit(): the cells after it still ran")
+    lines = sum(len(str(o.get("text", "")).splitlines()) for o in cell.get("outputs", [])
+                if o.get("output_type") == "stream")
+    if lines > OUTPUT_LINES_LIMIT:
+        found.append(f"the output of cell {name} was cut to {OUTPUT_LINES_LIMIT} lines")
+    return found
 
 
 def _kernel_gone(cell) -> bool:

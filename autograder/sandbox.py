@@ -204,9 +204,11 @@ class Sandbox:
                 self.slot_lock = lock
                 return slot, slot_user(slot)
             if time.monotonic() > deadline:
-                raise SlotShortage(
+                shortage = SlotShortage(
                     f"all {MAX_SLOTS} grading slots stayed busy for {patience} s (other grading runs on this "
                     "machine, or a stuck one): grade with fewer workers or wait for the other runs to finish")
+                shortages.append(shortage)
+                raise shortage
             time.sleep(0.2)
 
     def give(self, path: str) -> None:
@@ -291,6 +293,17 @@ class Sandbox:
 
 class SlotShortage(RuntimeError):
     """No grading slot came free in time: the submission was not graded (and must not be scored)."""
+
+
+shortages: list[SlotShortage] = []  # raised while nbgrader ran (which reports errors as a failed run)
+
+
+def raise_shortage() -> None:
+    """Raise the slot shortage that stopped the last notebook, if one did: the grader must not score it."""
+    if shortages:
+        shortage = shortages.pop()
+        shortages.clear()
+        raise shortage
 
 
 def close_all() -> None:

@@ -251,11 +251,12 @@ def _autograde(api: NbGraderAPI, root: Path, student: str, chapter: str) -> Outc
             integrity.reset_verdict()
             sandbox.events.clear()
             result = api.autograde(chapter, student, force=True, create=True)
+            sandbox.raise_shortage()  # not graded at all (the coordinator lists it as failed), never scored 0
             failures = sandbox.events + execution_failures(result, root, student, chapter)
             if not failures:
                 break
         if (root / "autograded" / student / chapter).is_dir():
-            outcome.notes = failures  # the cells that failed this way scored zero, the others count
+            outcome.notes = failures + integrity.limits_hit()  # these cells scored zero, the others count
             outcome.needs_review = problems + integrity.verdict()
         else:  # nbgrader gave up on the whole notebook (dead kernel): nothing to show, a person must look
             outcome.needs_review = problems + failures

@@ -94,7 +94,7 @@ ATTACKS = {
     "patches-isinstance": (PATCHES_ISINSTANCE, 0, "needs review", "builtins.isinstance was replaced"),
     "replaces-code": (REPLACES_CODE, 0, "needs review", "the code of modulecraft.checks"),
     "exits-in-a-test": (EXITS_IN_A_TEST, 0, "graded", "kernel exited"),
-    "sys-exit": (EXITS_WITH_SYS_EXIT, 3, "graded", None),
+    "sys-exit": (EXITS_WITH_SYS_EXIT, 3, "graded", "cell add called sys.exit()"),
 }
 
 

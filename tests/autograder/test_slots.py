@@ -3,6 +3,7 @@ leave nothing behind, a shortage of slots makes grading wait, and a new student'
 do not race to create the student."""
 import fcntl
 import os
+import pwd
 from pathlib import Path
 
 import pytest
@@ -17,11 +18,14 @@ DIES_AFTER_WRITING = ("import os\nwith open('ballast', 'wb') as f:\n    f.write(
                       "os.system('sleep 300 &')\nos._exit(0)")
 
 
-def processes_running(command: str) -> list[str]:
+def kernel_processes_running(command: str) -> list[str]:
+    """Processes of the slot users (what kernels start) running `command`: the machine's others are not ours."""
+    slot_users = {p.pw_uid for p in pwd.getpwall() if p.pw_name.startswith(sandbox.USER_PREFIX)}
     found = []
     for entry in os.scandir("/proc"):
         try:
-            if entry.name.isdigit() and Path(entry.path, "cmdline").read_bytes().split(b"\0")[:2] == command.encode().split():
+            if (entry.name.isdigit() and entry.stat().st_uid in slot_users
+                    and Path(entry.path, "cmdline").read_bytes().split(b"\0")[:2] == command.encode().split()):
                 found.append(entry.name)
         except OSError:
             pass
@@ -67,7 +71,7 @@ def test_nothing_a_kernel_wrote_or_started_survives_it(crashed_class):
     assert "modulecraft-kernel" not in Path("/proc/self/mounts").read_text() or all(
         _slot_in_use(line) for line in Path("/proc/self/mounts").read_text().splitlines()
         if line.startswith("modulecraft-kernel"))
-    assert processes_running("sleep 300") == []
+    assert kernel_processes_running("sleep 300") == []
 
 
 def _slot_in_use(mount_line: str) -> bool:
@@ -89,3 +93,18 @@ def test_a_new_students_chapters_graded_at_once_are_clean(crashed_class, tmp_pat
     report = course.grade("newcomer", workers=2)
     assert [o.status for o in report.outcomes] == ["graded", "graded"]
     assert "IntegrityError" not in capfd.readouterr().err
+
+
+def test_a_slot_shortage_leaves_the_submission_ungraded_never_scored(crashed_class, tmp_path):
+    course, _ = crashed_class
+    synthetic.write(synthetic.solved(course, "90_toy"), tmp_path / "late.ipynb")
+    course.submit("late", "90_toy", tmp_path / "late.ipynb")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sandbox, "MAX_SLOTS", 0)  # every slot taken...
+        patch.setattr(sandbox, "SLOT_WAIT_MARGIN", -10**6)  # ...and no patience left
+        report = course.grade("late", workers=1)
+    assert [(student, chapter) for student, chapter, _ in report.failed] == [("late", "90_toy")]
+    assert "grading slots stayed busy" in report.failed[0][2]
+    assert report.outcomes == []
+    with pytest.raises(LookupError):
+        course.scores("late", "90_toy")
