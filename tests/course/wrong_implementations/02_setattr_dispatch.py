@@ -217,4 +217,27 @@ prediction = {"a": ["__dict__"], "b": ["_parameters"], "c": ["_buffers"],
 prediction = {"a": ["_modules"], "b": ["_parameters"], "c": ["_buffers"], "d": ["_buffers"], "e": ["_parameters"]}
 ''',
     ),
+    dict(
+        grade_id="c02_module_setattr",
+        mistake="module-hooks-ignored",
+        feedback="run each hook(self, name, value) in order",
+        edits=[
+            ("        for hook in module_impl._global_module_registration_hooks.values():\n"
+             "            output = hook(self, name, module)\n"
+             "            if output is not None:\n"
+             "                module = output\n",
+             ""),
+        ],
+    ),
+    dict(
+        grade_id="c02_module_setattr",
+        mistake="module-hook-result-dropped",
+        feedback="each seeing what the previous one returned",
+        edits=[
+            ("            output = hook(self, name, module)\n"
+             "            if output is not None:\n"
+             "                module = output\n",
+             "            hook(self, name, module)\n"),
+        ],
+    ),
 ]
