@@ -2,7 +2,7 @@
 
 WRONG_IMPLEMENTATIONS = [
     dict(
-        grade_id='c09_crafted',
+        grade_id='c12_crafted',
         mistake='post-order-walk',
         feedback='named_modules of a crafted Sequential',
         edits=[
@@ -14,7 +14,7 @@ WRONG_IMPLEMENTATIONS = [
         ],
     ),
     dict(
-        grade_id='c09_crafted',
+        grade_id='c12_crafted',
         mistake='no-metadata',
         feedback='state_dict keys and metadata',
         edits=[
@@ -23,7 +23,7 @@ WRONG_IMPLEMENTATIONS = [
         ],
     ),
     dict(
-        grade_id='c09_crafted',
+        grade_id='c12_crafted',
         mistake='hooks-skipped',
         feedback='output with a forward hook',
         edits=[
@@ -34,48 +34,174 @@ WRONG_IMPLEMENTATIONS = [
         ],
     ),
     dict(
-        grade_id='c09_build_model',
-        mistake='relu-before-batchnorm',
-        feedback='repr of build_model(nn)',
+        grade_id='c12_train_epoch',
+        mistake='no-zero-grad',
+        feedback='losses of two epochs',
         edits=[
-            ("    return layers.Sequential(first, layers.BatchNorm1d(8), layers.ReLU(), layers.Dropout(0.25), last)",
-             "    return layers.Sequential(first, layers.ReLU(), layers.BatchNorm1d(8), layers.Dropout(0.25), last)"),
+            ("        optimizer.zero_grad()\n",
+             ""),
         ],
     ),
     dict(
-        grade_id='c09_build_model',
-        mistake='lazy-ignored',
-        feedback='layer classes of build_model(nn, lazy=True)',
+        grade_id='c12_train_epoch',
+        mistake='zero-grad-after-backward',
+        feedback='mean loss of the third epoch',
         edits=[
-            ("    if lazy:\n",
-             "    if False:\n"),
+            ("        optimizer.zero_grad()\n",
+             ""),
+            ("        loss.backward()\n",
+             "        loss.backward()\n        optimizer.zero_grad()\n"),
         ],
     ),
     dict(
-        grade_id='c09_checkpoint',
+        grade_id='c12_train_epoch',
+        mistake='no-train-mode',
+        feedback='training mode after train_epoch',
+        edits=[
+            ("    model.train()\n",
+             ""),
+        ],
+    ),
+    dict(
+        grade_id='c12_train_epoch',
+        mistake='not-shuffled',
+        feedback='batches of the seeded permutation',
+        edits=[
+            ("    order = np.random.default_rng(seed).permutation(len(x))\n",
+             "    order = np.arange(len(x))\n"),
+        ],
+    ),
+    dict(
+        grade_id='c12_accuracy',
         mistake='no-eval',
-        feedback='the restored model is in eval mode',
+        feedback='running statistics changed by accuracy',
         edits=[
-            ("    return model.eval()",
-             "    return model"),
+            ("    model.eval()\n",
+             ""),
         ],
     ),
     dict(
-        grade_id='c09_checkpoint',
-        mistake='not-strict',
-        feedback='restore must load strictly',
+        grade_id='c12_accuracy',
+        mistake='eval-not-called',
+        feedback='running statistics changed by accuracy',
         edits=[
-            ("    model.load_state_dict(modulecraft.load(path))\n",
-             "    model.load_state_dict(modulecraft.load(path), strict=False)\n"),
+            ("    model.eval()\n",
+             "    model.eval\n"),
         ],
     ),
     dict(
-        grade_id='c09_checkpoint',
+        grade_id='c12_accuracy',
+        mistake='graph-recorded',
+        feedback='a graph was recorded',
+        edits=[
+            ("    with modulecraft.no_grad():\n        logits = model(x)\n",
+             "    logits = model(x)\n"),
+        ],
+    ),
+    dict(
+        grade_id='c12_predict_hooks',
+        mistake='backward-in-forward-order',
+        feedback="your prediction of the hooks' order",
+        edits=[
+            ('"backward 3", "backward 0"]', '"backward 0", "backward 3"]'),
+        ],
+    ),
+    dict(
+        grade_id='c12_predict_hooks',
+        mistake='backward-on-every-layer',
+        feedback="your prediction of the hooks' order",
+        edits=[
+            ('"backward 3", "backward 0"]', '"backward 3", "backward 2", "backward 1", "backward 0"]'),
+        ],
+    ),
+    dict(
+        grade_id='c12_predict_hooks',
+        mistake='grad-input-of-the-pixels',
+        feedback="grad_input is (None,)",
+        edits=[
+            ("first_layer_grad_input = (None,)", "first_layer_grad_input = ()"),
+        ],
+    ),
+    dict(
+        grade_id='c12_statistics',
+        mistake='late-binding',
+        feedback='keys and lengths of stats after one step',
+        edits=[
+            ("        def forward_hook(module, args, output, record=record):\n",
+             "        def forward_hook(module, args, output):\n"),
+        ],
+    ),
+    dict(
+        grade_id='c12_statistics',
+        mistake='non-full-backward-hook',
+        feedback='need full backward hooks',
+        edits=[
+            ("            handles.append(layer.register_full_backward_hook(backward_hook))\n",
+             "            handles.append(layer.register_backward_hook(backward_hook))\n"),
+        ],
+    ),
+    dict(
+        grade_id='c12_statistics',
+        mistake='grad-input-norm',
+        feedback='one training step with the statistics hooks',
+        edits=[
+            ("np.linalg.norm(grad_output[0])", "np.linalg.norm(grad_input[0])"),
+        ],
+    ),
+    dict(
+        grade_id='c12_statistics',
+        mistake='input-statistics',
+        feedback="mean of the ReLU's output",
+        edits=[
+            ('            record["mean"].append(float(output.mean()))\n'
+             '            record["std"].append(float(output.std()))\n',
+             '            record["mean"].append(float(args[0].mean()))\n'
+             '            record["std"].append(float(args[0].std()))\n'),
+        ],
+    ),
+    dict(
+        grade_id='c12_statistics',
+        mistake='backward-handles-dropped',
+        feedback='handles of all six hooks',
+        edits=[
+            ("            handles.append(layer.register_full_backward_hook(backward_hook))\n",
+             "            layer.register_full_backward_hook(backward_hook)\n"),
+        ],
+    ),
+    dict(
+        grade_id='c12_checkpoint',
+        mistake='optimizer-state-not-loaded',
+        feedback='losses of four more steps',
+        edits=[
+            ('    optimizer.load_state_dict({"state": state, "param_groups": flat["param_groups"]})\n',
+             ""),
+        ],
+    ),
+    dict(
+        grade_id='c12_checkpoint',
+        mistake='string-indices',
+        feedback='losses of four more steps',
+        edits=[
+            ("            state.setdefault(int(index), {})[name] = value\n",
+             "            state.setdefault(index, {})[name] = value\n"),
+        ],
+    ),
+    dict(
+        grade_id='c12_checkpoint',
         mistake='parameters-only',
         feedback='Missing key(s) in state_dict',
         edits=[
-            ("    modulecraft.save(model.state_dict(), path)\n",
-             "    modulecraft.save(dict(model.named_parameters()), path)\n"),
+            ('    modulecraft.save(model.state_dict(), folder / "model.safetensors")\n',
+             '    modulecraft.save(dict(model.named_parameters()), folder / "model.safetensors")\n'),
+        ],
+    ),
+    dict(
+        grade_id='c12_checkpoint',
+        mistake='not-strict',
+        feedback='must load the model strictly',
+        edits=[
+            ('    model.load_state_dict(modulecraft.load(folder / "model.safetensors"))\n',
+             '    model.load_state_dict(modulecraft.load(folder / "model.safetensors"), strict=False)\n'),
         ],
     ),
 ]
