@@ -73,6 +73,45 @@ WRONG_IMPLEMENTATIONS = [
         ],
     ),
     dict(
+        grade_id='c05_named_modules',
+        mistake='memo-not-passed-on',
+        feedback='a shared leaf is listed once',
+        edits=[
+            ("        yield from child.named_modules(memo, child_prefix, remove_duplicate)",
+             "        yield from child.named_modules(None, child_prefix, remove_duplicate)"),
+        ],
+    ),
+    dict(
+        grade_id='c05_named_members',
+        mistake='members-recurse-ignored',
+        feedback='recurse=False must list only',
+        edits=[
+            ("    if recurse:\n"
+             "        modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)\n"
+             "    else:\n"
+             "        modules = [(prefix, self)]\n",
+             "    modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)\n"),
+        ],
+    ),
+    dict(
+        grade_id='c05_named_members',
+        mistake='prefix-not-passed',
+        feedback='Names must start with the prefix',
+        edits=[
+            ("        modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)\n",
+             "        modules = self.named_modules(remove_duplicate=remove_duplicate)\n"),
+        ],
+    ),
+    dict(
+        grade_id='c05_named_members',
+        mistake='children-only',
+        feedback='named_parameters must reach every depth',
+        edits=[
+            ("        modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)\n",
+             "        modules = [(prefix, self), *self.named_children()]\n"),
+        ],
+    ),
+    dict(
         grade_id='c05_children_and_get_submodule',
         mistake='children-no-dedup',
         feedback='named_children of Nav(first=shared, gap=None, second=shared, head=Linear)',

@@ -78,6 +78,25 @@ WRONG_IMPLEMENTATIONS = [
         ],
     ),
     dict(
+        grade_id='c08_infer_parameters',
+        mistake='kwargs-dropped',
+        feedback='Keyword arguments of the call must reach initialize_parameters',
+        edits=[
+            ("    module.initialize_parameters(*args, **kwargs)\n",
+             "    module.initialize_parameters(*args)\n"),
+        ],
+    ),
+    dict(
+        grade_id='c08_infer_parameters',
+        mistake='swap-to-own-class',
+        feedback='Without cls_to_become the class must stay',
+        edits=[
+            ("    if module.cls_to_become is not None:\n"
+             "        module.__class__ = module.cls_to_become",
+             "    module.__class__ = nn.Linear"),
+        ],
+    ),
+    dict(
         grade_id='c08_lazy_load_hook',
         mistake='parameters-only',
         feedback='Placeholder buffers are materialised too',
