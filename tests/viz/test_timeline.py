@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from modulecraft.viz import trace_calls
-from modulecraft.viz.timeline import FORWARD_END, FORWARD_START, KINDS
+from modulecraft.viz.timeline import BACKWARD_START, FORWARD_END, FORWARD_START, KINDS
 
 from . import models
 
@@ -123,3 +123,116 @@ def test_timeline_figure_has_one_lane_per_module_and_a_bar_per_forward(fw):
     hooks_drawn = [text.get_text() for text in axes.texts if text.get_text() != "forward"]
     assert hooks_drawn == [name for name in trace.hook_names if name]
     assert "<svg" in trace._repr_html_()
+
+
+def backward_hooked(fw, log):
+    """A nested model with backward pre-hooks and full backward hooks (one prepended) on every module, plus a
+    forward hook each: one trace then holds forward and backward."""
+    model = fw.nn.Sequential(fw.nn.Linear(4, 3), fw.nn.Sequential(fw.nn.Linear(3, 2), fw.nn.ReLU()))
+    for qualname, module in model.named_modules():
+        def logger(kind, name, qualname=qualname):
+            def hook(*args):
+                log.append((qualname, kind, name))
+            hook.__name__ = name
+            return hook
+        module.register_forward_hook(logger("forward_hook", "fwd"))
+        module.register_full_backward_pre_hook(logger("backward_pre_hook", "bpre"))
+        module.register_full_backward_hook(logger("backward_hook", "bwd"))
+        module.register_full_backward_hook(logger("backward_hook", "bwd_first"), prepend=True)
+    return model
+
+
+@pytest.fixture
+def global_backward_hooks(fw):
+    log, names = [], {}
+    registry = fw.nn.modules.module
+    handles = [
+        registry.register_module_full_backward_pre_hook(
+            lambda module, grad_output: log.append((names.get(id(module)), "global_backward_pre_hook", "<lambda>"))),
+        registry.register_module_full_backward_hook(
+            lambda module, grad_input, grad_output: log.append((names.get(id(module)), "global_backward_hook",
+                                                                "<lambda>"))),
+    ]
+    yield log, names
+    for handle in handles:
+        handle.remove()
+
+
+def leaf_input(fw):
+    """An input that requires grad (modulecraft's arrays become one as a modulecraft.Tensor)."""
+    inputs = fw.array(np.linspace(-1, 1, 12).reshape(3, 4))
+    if fw.name == "modulecraft":
+        import modulecraft
+        inputs = modulecraft.Tensor(inputs)
+    return inputs.requires_grad_()
+
+
+def test_backward_hooks_recorded_in_the_real_order(fw, global_backward_hooks):
+    log, names = global_backward_hooks
+    model = backward_hooked(fw, log)
+    names.update({id(module): qualname for qualname, module in model.named_modules()})
+    model(leaf_input(fw)).sum().backward()
+    untraced = list(log)
+    log.clear()
+    trace = trace_calls(model, leaf_input(fw), backward=lambda output: output.sum())
+    assert log == untraced  # tracing changes neither what fires nor the order
+    hook_events = [(event.module, event.kind, name) for event, name in zip(trace.events, trace.hook_names)
+                   if event.kind not in (FORWARD_START, FORWARD_END, BACKWARD_START)]
+    assert hook_events == untraced
+    start = trace.events.index(("", BACKWARD_START))
+    assert all(event.kind.startswith(("forward", "pre", "global_pre", "global_forward"))
+               for event in trace.events[:start])
+    # backward runs the modules in reverse: the root's pre-hooks first, its full hooks last
+    backward = [(event.module, event.kind) for event in trace.events[start + 1:]]
+    assert backward[:2] == [("", "global_backward_pre_hook"), ("", "backward_pre_hook")]
+    assert backward[-3:] == [("", "global_backward_hook"), ("", "backward_hook"), ("", "backward_hook")]
+    assert [name for event, name in zip(trace.events, trace.hook_names) if event == ("0", "backward_hook")] == \
+        ["bwd_first", "bwd"]
+
+
+@pytest.mark.parametrize("input_requires_grad", [True, False])
+def test_forward_and_backward_order_same_as_torch(torch_fw, modulecraft_fw, input_requires_grad):
+    def traced(fw):
+        inputs = leaf_input(fw) if input_requires_grad else fw.array(np.ones((3, 4)))
+        with pytest.warns(UserWarning) if not input_requires_grad else _no_warning():
+            return trace_calls(backward_hooked(fw, []), inputs, backward=lambda output: output.sum())
+    torch_trace, modulecraft_trace = traced(torch_fw), traced(modulecraft_fw)
+    assert modulecraft_trace.events == torch_trace.events
+    assert modulecraft_trace.hook_names == torch_trace.hook_names
+
+
+def test_non_full_backward_hook_recorded_as_torch_fires_it(torch_fw, modulecraft_fw):
+    def traced(fw):
+        model = fw.nn.Sequential(fw.nn.Linear(4, 2), fw.nn.ReLU())
+        model[0].register_backward_hook(lambda module, grad_input, grad_output: None)
+        model[1].register_full_backward_hook(lambda module, grad_input, grad_output: None)
+        with pytest.warns(FutureWarning, match="multiple autograd Nodes"):
+            return trace_calls(model, leaf_input(fw), backward=lambda output: output.sum())
+    torch_trace, modulecraft_trace = traced(torch_fw), traced(modulecraft_fw)
+    assert modulecraft_trace.events == torch_trace.events
+    assert [event.kind for event in torch_trace.events].count("backward_hook") == 2
+
+
+def test_backward_hooks_restored_and_drawn(fw):
+    model = backward_hooked(fw, [])
+    before = {qualname: (dict(module._backward_hooks), dict(module._backward_pre_hooks))
+              for qualname, module in model.named_modules()}
+    trace = trace_calls(model, leaf_input(fw), backward=lambda output: output.sum())
+    assert {qualname: (dict(module._backward_hooks), dict(module._backward_pre_hooks))
+            for qualname, module in model.named_modules()} == before
+    (axes,) = trace.draw().axes
+    texts = [text.get_text() for text in axes.texts]
+    assert texts.count(".backward()") == 1
+    assert [text for text in texts if text not in ("forward", ".backward()")] == \
+        [name for name in trace.hook_names if name]
+
+
+class _no_warning:
+    def __enter__(self):
+        import warnings
+        self._catcher = warnings.catch_warnings()
+        self._catcher.__enter__()
+        warnings.simplefilter("error", UserWarning)
+
+    def __exit__(self, *exc):
+        return self._catcher.__exit__(*exc)

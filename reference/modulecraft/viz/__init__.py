@@ -9,8 +9,8 @@ calls draw a ``modulecraft.nn`` model and a real ``torch.nn`` one; nothing here 
   Returns a ``graphviz.Digraph`` that JupyterLab shows as an inline ``<svg>``.
 - ``draw_state_dict_diff(module, state_dict)``: the tree with each entry coloured by what ``load_state_dict``
   would do (loads, missing, size mismatch, unexpected); ``check_state_dict`` gives the same verdict as data.
-- ``trace_calls(module, *inputs)``: hooks and forwards of one call, in firing order; ``.draw()`` is a
-  matplotlib timeline with one lane per module.
+- ``trace_calls(module, *inputs, backward=)``: hooks and forwards of one call (and of its backward), in firing
+  order; ``.draw()`` is a matplotlib timeline with one lane per module.
 - ``DfsStepper``, ``CallStepper``, ``LoadStepper``: the same mechanisms one step at a time (Next / Back / Reset).
 
 Graphviz's ``dot`` must be installed (``DotNotFoundError`` says how); ``MODULECRAFT_VIZ_FONTSIZE`` enlarges every

@@ -1,9 +1,12 @@
 """``trace_calls``: the order in which hooks and ``forward`` fire through one call of a nested model.
 
-The hooks already registered (global and local, pre and forward) are wrapped in place for the duration of the
-call, so the trace records them firing in the order ``_call_impl`` really uses; each module's ``forward`` is
-shadowed by an instance attribute that records its start and end. Everything is restored afterwards, also when
-the call raises. The trace draws as a matplotlib timeline with one lane per module.
+The hooks already registered (global and local; forward pre-hooks, forward hooks, backward pre-hooks and
+backward hooks) are wrapped in place for the duration of the call, so the trace records them firing in the order
+``_call_impl`` and the autograd engine really use; each module's ``forward`` is shadowed by an instance attribute
+that records its start and end. Given ``backward=``, the backward pass runs inside the same trace, so forward
+and backward hooks land in one picture. ``_call_impl`` takes the backward hooks it wires at forward time, which
+is why they are wrapped for the forward call too. Everything is restored afterwards, also when the call raises.
+The trace draws as a matplotlib timeline with one lane per module.
 """
 
 from __future__ import annotations
@@ -23,17 +26,34 @@ FORWARD_START = "forward_start"
 FORWARD_END = "forward_end"
 FORWARD_HOOK = "forward_hook"
 GLOBAL_FORWARD_HOOK = "global_forward_hook"
-KINDS = (GLOBAL_PRE_HOOK, PRE_HOOK, FORWARD_START, FORWARD_END, FORWARD_HOOK, GLOBAL_FORWARD_HOOK)
+BACKWARD_START = "backward_start"  # on the root's lane: the moment ``.backward()`` is called
+GLOBAL_BACKWARD_PRE_HOOK = "global_backward_pre_hook"
+BACKWARD_PRE_HOOK = "backward_pre_hook"
+BACKWARD_HOOK = "backward_hook"
+GLOBAL_BACKWARD_HOOK = "global_backward_hook"
+KINDS = (GLOBAL_PRE_HOOK, PRE_HOOK, FORWARD_START, FORWARD_END, FORWARD_HOOK, GLOBAL_FORWARD_HOOK, BACKWARD_START,
+         GLOBAL_BACKWARD_PRE_HOOK, BACKWARD_PRE_HOOK, BACKWARD_HOOK, GLOBAL_BACKWARD_HOOK)
 
 # (hook dict kind, global?) -> event kind
 HOOK_KINDS = {("pre", True): GLOBAL_PRE_HOOK, ("pre", False): PRE_HOOK,
-              ("forward", True): GLOBAL_FORWARD_HOOK, ("forward", False): FORWARD_HOOK}
+              ("forward", True): GLOBAL_FORWARD_HOOK, ("forward", False): FORWARD_HOOK,
+              ("backward_pre", True): GLOBAL_BACKWARD_PRE_HOOK, ("backward_pre", False): BACKWARD_PRE_HOOK,
+              ("backward", True): GLOBAL_BACKWARD_HOOK, ("backward", False): BACKWARD_HOOK}
 
+# The backward hook dicts, named as in torch/nn/modules/module.py (both libraries use these names).
+GLOBAL_BACKWARD_DICTS = {"backward_pre": "_global_backward_pre_hooks", "backward": "_global_backward_hooks"}
+LOCAL_BACKWARD_DICTS = {"backward_pre": "_backward_pre_hooks", "backward": "_backward_hooks"}
+
+BACKWARD_COLOUR = "#c92a2a"
 MARKERS = {  # kind -> (matplotlib marker, colour)
     GLOBAL_PRE_HOOK: ("<", style.COLOURS["pre_hook"]),
     PRE_HOOK: ("o", style.COLOURS["pre_hook"]),
     FORWARD_HOOK: ("o", style.COLOURS["forward_hook"]),
     GLOBAL_FORWARD_HOOK: (">", style.COLOURS["forward_hook"]),
+    GLOBAL_BACKWARD_PRE_HOOK: ("<", BACKWARD_COLOUR),
+    BACKWARD_PRE_HOOK: ("s", BACKWARD_COLOUR),
+    BACKWARD_HOOK: ("D", BACKWARD_COLOUR),
+    GLOBAL_BACKWARD_HOOK: (">", BACKWARD_COLOUR),
 }
 
 
@@ -81,6 +101,9 @@ class Trace:
                 axes.broken_barh([(start, step - start)], (y - 0.18, 0.36), color=style.COLOURS["node"],
                                  edgecolor=style.COLOURS["border"])
                 axes.text((start + step) / 2, y, "forward", ha="center", va="center", fontsize=size * 0.75)
+            elif event.kind == BACKWARD_START:
+                axes.axvline(step, color=BACKWARD_COLOUR, linestyle="--", linewidth=1)
+                axes.annotate(".backward()", (step, -0.6), ha="center", fontsize=size * 0.7, color=BACKWARD_COLOUR)
             else:
                 marker, colour = MARKERS[event.kind]
                 axes.plot(step, y, marker=marker, color=colour, markersize=size * 0.8, linestyle="none")
@@ -105,8 +128,12 @@ class Trace:
         return f'<div class="modulecraft-timeline" style="overflow:auto">{inline_svg(buffer.getvalue())}</div>'
 
 
-def trace_calls(module, *inputs, **kwargs) -> Trace:
-    """Call ``module(*inputs, **kwargs)`` once and record the order of hooks and forwards, module by module."""
+def trace_calls(module, *inputs, backward=None, **kwargs) -> Trace:
+    """Call ``module(*inputs, **kwargs)`` once and record the order of hooks and forwards, module by module.
+
+    ``backward``: a function of the output returning a scalar (``lambda out: out.sum()``); its ``.backward()``
+    then runs inside the trace and the backward hooks' firing is recorded after a ``backward_start`` event.
+    """
     tree = ModuleTree(module)
     names = {id(node.module): qualname for qualname, node in tree.nodes.items()}
     trace = Trace(lanes=list(tree.nodes))
@@ -116,6 +143,10 @@ def trace_calls(module, *inputs, **kwargs) -> Trace:
 
     with _instrumented(module, tree, trace, name_of):
         trace.output = module(*inputs, **kwargs)
+        if backward is not None:
+            loss = backward(trace.output)
+            trace.record("", BACKWARD_START)  # the root's lane
+            loss.backward()
     return trace
 
 
@@ -126,8 +157,15 @@ def _instrumented(root, tree: ModuleTree, trace: Trace, name_of):
     try:
         for kind, hooks in introspect.global_hook_dicts(root).items():
             undo.append(_wrap_hooks(hooks, lambda args: name_of(args[0]), HOOK_KINDS[kind, True], trace))
+        namespace = introspect.module_namespace(root)
+        for kind, attribute in GLOBAL_BACKWARD_DICTS.items():
+            hooks = getattr(namespace, attribute, {})
+            undo.append(_wrap_hooks(hooks, lambda args: name_of(args[0]), HOOK_KINDS[kind, True], trace))
         for qualname, node in tree.nodes.items():
-            for kind, hooks in introspect.local_hook_dicts(node.module).items():
+            local_dicts = {**introspect.local_hook_dicts(node.module),
+                           **{kind: getattr(node.module, attribute, {})
+                              for kind, attribute in LOCAL_BACKWARD_DICTS.items()}}
+            for kind, hooks in local_dicts.items():
                 undo.append(_wrap_hooks(hooks, lambda args, qualname=qualname: qualname, HOOK_KINDS[kind, False],
                                         trace))
             undo.append(_shadow_forward(node.module, qualname, trace))
