@@ -93,15 +93,18 @@ print("servers seen:", len(names))"""
 @pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="kernels run as another user only when grading runs as root")
 def test_a_kernel_cannot_ask_the_forkserver_for_an_unconfined_kernel(toy_course, tmp_path):
-    """The server's socket is visible to kernels (an abstract socket, listed in /proc/net/unix), but it only
-    answers its own user: a kernel asking for an unconfined kernel is hung up on."""
+    """The server's socket is an abstract socket, which belongs to a network namespace: a kernel in its own
+    does not see it. Without namespaces it is listed in /proc/net/unix, but the server only answers its own
+    user: a kernel asking for an unconfined kernel is hung up on."""
     notebook = synthetic.with_cells(synthetic.solved(toy_course, "90_toy"), {"add": ASKS_FOR_A_KERNEL})
     synthetic.write(notebook, tmp_path / "asks.ipynb")
     toy_course.submit("asks", "90_toy", tmp_path / "asks.ipynb")
     assert toy_course.grade().outcome("asks", "90_toy").score == 5.0
     graded = nbformat.read(toy_course.root / "autograded" / "asks" / "90_toy" / "90_toy.ipynb", 4)
     printed = "".join(o.get("text", "") for c in graded.cells for o in c.get("outputs", []))
-    assert "servers seen: 0" not in printed
+    if sandbox.namespaces_available():
+        assert "servers seen: 0" in printed
+        return
     answers = [line for line in printed.splitlines() if line.startswith("answer:")]
     assert answers and all(answer in ("answer: b''", "answer: ConnectionResetError", "answer: BrokenPipeError")
                            for answer in answers), printed
