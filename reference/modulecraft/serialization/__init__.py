@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from typing import IO, Any, Union
 
 from modulecraft.serialization import npz_format, safetensors_format, torch_zip
-from modulecraft.serialization.errors import CheckpointError, UnpicklingError
+from modulecraft.serialization.errors import ZIP_DAMAGE, CheckpointError, UnpicklingError
 
 __all__ = ["save", "load", "CheckpointError", "UnpicklingError", "FORMATS"]
 
@@ -78,7 +78,7 @@ def _sniff(file: IO[bytes], source: str) -> str:
                     return "torch"
                 if npz_format.HEADER_MEMBER in archive.namelist():
                     return "npz"
-        except (zipfile.BadZipFile, OSError, EOFError, ValueError) as error:
+        except ZIP_DAMAGE as error:
             raise CheckpointError(f"{source} is a damaged zip archive ({error})") from None
         finally:
             file.seek(0)

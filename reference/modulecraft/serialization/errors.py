@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import pickle
+import struct
+import zipfile
 
-__all__ = ["CheckpointError", "UnpicklingError"]
+__all__ = ["CheckpointError", "UnpicklingError", "ZIP_DAMAGE"]
+
+# What zipfile (and numpy reading from it) raises for a damaged archive: lying offsets and sizes, an unknown
+# "version needed", fields that do not unpack. Every reader turns these into a CheckpointError.
+ZIP_DAMAGE = (zipfile.BadZipFile, OSError, EOFError, ValueError, OverflowError, NotImplementedError, struct.error)
 
 
 class CheckpointError(ValueError):

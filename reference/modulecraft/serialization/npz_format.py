@@ -19,7 +19,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from modulecraft.serialization.errors import CheckpointError
+from modulecraft.serialization.errors import ZIP_DAMAGE, CheckpointError
 from modulecraft.serialization.header import assemble, split
 
 __all__ = ["save", "load", "HEADER_MEMBER"]
@@ -70,6 +70,6 @@ def load(file: IO[bytes], source: str) -> OrderedDict:
             arrays = {name: archive[name] for name in archive.files if name != _HEADER}
     except CheckpointError as error:
         raise type(error)(f"{source}: {error}") from None
-    except (OSError, EOFError, ValueError, zipfile.BadZipFile) as error:  # numpy's own refusals included
+    except ZIP_DAMAGE as error:  # numpy's own refusals included
         raise CheckpointError(f"{source} is a damaged .npz checkpoint ({type(error).__name__}: {error})") from None
     return assemble(header_json, arrays, source)

@@ -37,7 +37,7 @@ from typing import IO, Any, NamedTuple
 
 import numpy as np
 
-from modulecraft.serialization.errors import CheckpointError, UnpicklingError
+from modulecraft.serialization.errors import ZIP_DAMAGE, CheckpointError, UnpicklingError
 
 __all__ = ["load", "is_torch_archive"]
 
@@ -308,6 +308,5 @@ def load(file: IO[bytes], source: str) -> Any:
         return _materialise(obj, storages, {})
     except CheckpointError as error:  # raised without the file's name, which is added here
         raise type(error)(f"{source}: {error}") from None
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError, TypeError, RecursionError, NotImplementedError,
-            RuntimeError) as error:  # what zipfile raises for a damaged archive, and unhashable or cyclic values
+    except (*ZIP_DAMAGE, TypeError, RecursionError, RuntimeError) as error:  # and unhashable or cyclic values
         raise CheckpointError(f"{source}: a damaged torch checkpoint ({type(error).__name__}: {error})") from None
