@@ -33,10 +33,22 @@ def _save_to_state_dict(self, destination, prefix, keep_vars):
     for name, param in self._parameters.items():
         if param is not None:
             destination[prefix + name] = param if keep_vars else param.view(np.ndarray)
+
+
+def state_dict(self, *, destination=None, prefix="", keep_vars=False):
+    if destination is None:
+        destination = OrderedDict()
+        destination._metadata = OrderedDict()
+    destination._metadata[prefix[:-1]] = {"version": self._version}
+    self._save_to_state_dict(destination, prefix, keep_vars)
+    for name, child in self._modules.items():
+        if child is not None:
+            child.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
+    return destination
 """,
     ),
     dict(
-        grade_id='c07_state_dict',
+        grade_id='c07_save_to_state_dict',
         mistake='no-metadata',
         feedback='the _metadata of the same state_dict',
         edits=[
@@ -46,7 +58,7 @@ def _save_to_state_dict(self, destination, prefix, keep_vars):
         ],
     ),
     dict(
-        grade_id='c07_state_dict',
+        grade_id='c07_save_to_state_dict',
         mistake='prefix-without-dot',
         feedback='keys of Collecting',
         edits=[
@@ -87,7 +99,7 @@ def _save_to_state_dict(self, destination, prefix, keep_vars):
         ],
     ),
     dict(
-        grade_id='c07_gain_load',
+        grade_id='c07_overrides',
         mistake='no-version-check',
         feedback='must not be patched',
         edits=[
@@ -96,7 +108,7 @@ def _save_to_state_dict(self, destination, prefix, keep_vars):
         ],
     ),
     dict(
-        grade_id='c07_gain_load',
+        grade_id='c07_overrides',
         mistake='ignores-prefix',
         feedback='inside a Sequential',
         edits=[
@@ -105,7 +117,7 @@ def _save_to_state_dict(self, destination, prefix, keep_vars):
         ],
     ),
     dict(
-        grade_id='c07_gain_load',
+        grade_id='c07_overrides',
         mistake='no-calls-default',
         feedback='Missing key(s) in state_dict: "calls"',
         edits=[
@@ -115,7 +127,7 @@ def _save_to_state_dict(self, destination, prefix, keep_vars):
         ],
     ),
     dict(
-        grade_id='c07_rename_load',
+        grade_id='c07_overrides',
         mistake='prefix-ignored',
         feedback='Inside another model the keys start with',
         edits=[
@@ -126,7 +138,7 @@ def _save_to_state_dict(self, destination, prefix, keep_vars):
         ],
     ),
     dict(
-        grade_id='c07_rename_load',
+        grade_id='c07_overrides',
         mistake='without-dot',
         feedback='Only keys starting with',
         edits=[
@@ -135,12 +147,142 @@ def _save_to_state_dict(self, destination, prefix, keep_vars):
         ],
     ),
     dict(
-        grade_id='c07_rename_load',
+        grade_id='c07_overrides',
         mistake='neck-forgotten',
-        feedback='missing keys after loading a Detector checkpoint',
+        feedback='(missing, unexpected) keys after loading a Detector checkpoint',
         edits=[
             ("RENAMES = {\"backbone.\": \"img_backbone.\", \"neck.\": \"img_neck.\"}\n",
              "RENAMES = {\"backbone.\": \"img_backbone.\"}\n"),
+        ],
+    ),
+    dict(
+        grade_id='c07_predict_shared',
+        mistake='deduplicated-keys',
+        feedback='your prediction of list(twice.state_dict())',
+        edits=[
+            ('predicted_keys = ["0.weight", "0.bias", "1.weight", "1.bias"]\n',
+             'predicted_keys = ["0.weight", "0.bias"]\n'),
+        ],
+    ),
+    dict(
+        grade_id='c07_predict_shared',
+        mistake='parameters-counted-per-path',
+        feedback="parameters() goes through named_parameters' memo",
+        edits=[
+            ("predicted_parameter_count = 2", "predicted_parameter_count = 4"),
+        ],
+    ),
+    dict(
+        grade_id='c07_load_state_dict',
+        mistake='post-hooks-ignored',
+        feedback='with a post-hook that removes it from missing_keys',
+        edits=[
+            ("        for hook in module._load_state_dict_post_hooks.values():\n"
+             "            if hook(module, incompatible_keys) is not None:\n",
+             "        for hook in ():\n"
+             "            if hook(module, incompatible_keys) is not None:\n"),
+        ],
+    ),
+    dict(
+        grade_id='c07_load_state_dict',
+        mistake='assign-ignored',
+        feedback="assign=True puts the checkpoint's arrays themselves",
+        edits=[
+            ("        if assign:\n"
+             "            local_metadata[\"assign_to_params_buffers\"] = assign\n",
+             ""),
+        ],
+    ),
+    dict(
+        grade_id='c07_load_state_dict',
+        mistake='post-hooks-before-children',
+        feedback='post-hooks run after its children',
+        edits=[
+            ("        for name, child in module._modules.items():\n"
+             "            if child is not None:\n"
+             "                child_prefix = prefix + name + \".\"\n"
+             "                child_state_dict = {k: v for k, v in local_state_dict.items() if k.startswith(child_prefix)}\n"
+             "                load(child, child_state_dict, child_prefix)\n",
+             ""),
+            ("                    \"values, if incompatible_keys need to be modified, it should be done inplace.\")\n",
+             "                    \"values, if incompatible_keys need to be modified, it should be done inplace.\")\n"
+             "        for name, child in module._modules.items():\n"
+             "            if child is not None:\n"
+             "                child_prefix = prefix + name + \".\"\n"
+             "                child_state_dict = {k: v for k, v in local_state_dict.items() if k.startswith(child_prefix)}\n"
+             "                load(child, child_state_dict, child_prefix)\n"),
+        ],
+    ),
+    dict(
+        grade_id='c07_own_load',
+        mistake='non-persistent-buffers-loaded',
+        feedback='loading Fixed().state_dict() into a Fixed strictly',
+        edits=[
+            ("    local_state = {name: value for name, value in [*self._parameters.items(), *persistent.items()]\n",
+             "    local_state = {name: value for name, value in [*self._parameters.items(), *self._buffers.items()]\n"),
+        ],
+    ),
+    dict(
+        grade_id='c07_own_load',
+        mistake='no-shape-check',
+        feedback='loading a bias of shape (1,) into the (3,) bias',
+        edits=[
+            ("        if input_param.shape != param.shape:\n", "        if False:\n"),
+        ],
+    ),
+    dict(
+        grade_id='c07_own_load',
+        mistake='assign-loses-requires-grad',
+        feedback='assign=True: (bias.requires_grad',
+        edits=[
+            ("                input_param = nn.Parameter(input_param, param.requires_grad)\n",
+             "                input_param = nn.Parameter(input_param)\n"),
+        ],
+    ),
+    dict(
+        grade_id='c07_own_load',
+        mistake='none-parameter-not-unexpected',
+        feedback='a None parameter',
+        edits=[
+            ("                if rest and first not in self._modules or not rest and first not in local_state:\n",
+             "                if rest and first not in self._modules or not rest and first not in self._parameters \\\n"
+             "                        and first not in self._buffers:\n"),
+        ],
+    ),
+    dict(
+        grade_id='c07_own_load',
+        mistake='assign-skips-shape-check',
+        feedback='assign=True must not put an array of another shape',
+        edits=[
+            ("        if input_param.shape != param.shape:\n",
+             "        if not assign and input_param.shape != param.shape:\n"),
+        ],
+    ),
+    dict(
+        grade_id='c07_iris_net',
+        mistake='no-relu',
+        feedback='the logits of the 15 flowers',
+        edits=[
+            ("        return self.out(self.act(self.hidden(x)))\n", "        return self.out(self.hidden(x))\n"),
+        ],
+    ),
+    dict(
+        grade_id='c07_iris_net',
+        mistake='iris-prefix-ignored',
+        feedback='Inside another model',
+        edits=[
+            ("                if key.startswith(prefix + old):\n"
+             "                    state_dict[prefix + new + key[len(prefix + old):]] = state_dict.pop(key)\n",
+             "                if key.startswith(old):\n"
+             "                    state_dict[new + key[len(old):]] = state_dict.pop(key)\n"),
+        ],
+    ),
+    dict(
+        grade_id='c07_iris_net',
+        mistake='relu-counted-as-a-layer',
+        feedback='IrisNet().load_state_dict(torch_state) (strict)',
+        edits=[
+            ('TORCH_NAMES = {"0.": "hidden.", "2.": "out."}\n', 'TORCH_NAMES = {"0.": "hidden.", "1.": "out."}\n'),
         ],
     ),
 ]
