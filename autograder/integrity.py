@@ -56,7 +56,8 @@ def verdict() -> list[str]:
     first = {}
     for test, problem in _verdict:
         first.setdefault(problem, test)
-    return [problem if test is None else f"{problem} (seen before test cell {test!r})" for problem, test in first.items()]
+    return [problem if test is None else f"{problem} (seen before test cell {test!r})"
+            for problem, test in first.items()]
 
 
 def is_ungradable(problems: list[str]) -> bool:

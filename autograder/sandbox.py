@@ -8,10 +8,10 @@ apart):
 
 - its own PID namespace: when the kernel exits, every process it left behind (even `setsid()` ones) dies;
 - its own network namespace: no network at all (it talks to the grader over Unix sockets in its folder);
-- its own mount namespace: private `/tmp`, `/var/tmp`, `/run/lock` and `/dev/shm`; the grading folder (gradebook, other submissions)
-  and every repository folder it does not import from (course sources with hidden tests, `.git`, tests)
-  hidden under empty mounts; folders the unprivileged user could not traverse (e.g. an interpreter or a
-  clone under a 0700 home) re-exposed with only what the kernel needs.
+- its own mount namespace: private `/tmp`, `/var/tmp`, `/run/lock` and `/dev/shm`; the grading folder
+  (gradebook, other submissions) and every repository folder it does not import from (course sources with
+  hidden tests, `.git`, tests) hidden under empty mounts; folders the unprivileged user could not traverse
+  (e.g. an interpreter or a clone under a 0700 home) re-exposed with only what the kernel needs.
 
 A wall-clock watchdog kills a kernel that outlives the notebook time limit.
 
@@ -387,7 +387,8 @@ def _mark_unrun(nb) -> None:
     first_unfinished = started[-1] if started else 0
     for index, cell in enumerate(nb.cells[first_unfinished:], first_unfinished):
         if cell.cell_type == "code":
-            why = "the kernel ended while this cell ran" if index == first_unfinished else "not run: the kernel had ended"
+            why = ("the kernel ended while this cell ran" if index == first_unfinished
+                   else "not run: the kernel had ended")
             cell.setdefault("outputs", []).append(nbformat.v4.new_output(
                 "error", ename=KERNEL_GONE, evalue=why, traceback=[f"{KERNEL_GONE}: {why}"]))
 _server: forkserver.Server | None = None

@@ -4,6 +4,11 @@ In a notebook, the chapter's last cell runs `check_my_work()`; in a terminal, `p
 <notebook.ipynb>`. Both grade a copy (the learner's notebook is never modified) in a private grading folder
 cached under `~/.cache/modulecraft/selfcheck`, built from the course's source chapters, and print the score
 of every graded test cell with its feedback.
+
+The self-check grades through the same pipeline as the class, so the same defences apply: the tamper guard
+and its signed verdicts, test cells scored by their signed "passed" line, hidden tests scrubbed from history
+and from outputs. Without root there is no slot user, namespace (network, private folders) or tmpfs quota:
+only the resource limits (memory, file size, open files, CPU time) confine the kernel.
 """
 from __future__ import annotations
 

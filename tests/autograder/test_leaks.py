@@ -42,7 +42,8 @@ def graded(tmp_path_factory, short_limits, make_toy_course):
     tmp_path = tmp_path_factory.mktemp("leaks")
     course = make_toy_course(tmp_path / "grading")
     for student, (sources, _) in LEAKERS.items():
-        synthetic.write(synthetic.with_cells(synthetic.solved(course, "90_toy"), sources), tmp_path / f"{student}.ipynb")
+        notebook = synthetic.with_cells(synthetic.solved(course, "90_toy"), sources)
+        synthetic.write(notebook, tmp_path / f"{student}.ipynb")
         course.submit(student, "90_toy", tmp_path / f"{student}.ipynb")
     return course, course.grade()
 
