@@ -332,13 +332,20 @@ def _always_equal(classes):
         own = vars(cls)
         if "__eq__" not in own and "__ne__" not in own:
             continue
-        try:
-            instance = cls.__new__(cls)
-        except Exception:
-            continue
-        if any(all(_equal(instance, stranger) for stranger in kind) for kind in _strangers()):
+        instance = _instance_of(cls)
+        if instance is not None and any(all(_equal(instance, stranger) for stranger in kind)
+                                        for kind in _strangers()):
             found.append(cls.__qualname__)
     return found
+
+
+def _instance_of(cls):
+    """An instance made without calling `__init__` (arrays need a shape: a view of one), or None."""
+    import numpy
+    try:
+        return numpy.arange(2.0, 5.0).view(cls) if issubclass(cls, numpy.ndarray) else cls.__new__(cls)
+    except Exception:
+        return None
 
 
 def _equal(instance, stranger):
