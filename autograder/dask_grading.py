@@ -22,6 +22,7 @@ submissions themselves are always run inside our sandbox on the workers.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 from collections.abc import Iterator
 
@@ -33,6 +34,7 @@ from .workers import SCRATCH_ENV_VAR, CourseBundle, GradedSubmission, Task, grad
 SCHEDULER_ENV_VAR = "MODULECRAFT_DASK_SCHEDULER"
 RETRIES = 2  # a task that raised runs again, on any worker
 PLUGIN_NAME = "modulecraft-course"
+IN_FLIGHT = 1000  # tasks on the cluster at once: enough for hundreds of workers, a bounded memory on the scheduler
 
 
 class PrepareCourse(WorkerPlugin):
@@ -58,15 +60,26 @@ def connect(scheduler: str, workers: int | None = None) -> Iterator[Client]:
         yield client
 
 
-def grade(scheduler: str, bundle: CourseBundle, tasks: list[Task], workers: int | None = None
+def grade(scheduler: str, bundle: CourseBundle, tasks: Iterator[Task], workers: int | None = None
           ) -> Iterator[tuple[Task, GradedSubmission | BaseException]]:
-    """(task, result or exception) for each task, as they complete on the cluster."""
+    """(task, result or exception) for each task, as they complete on the cluster; at most `IN_FLIGHT` tasks
+    (each carrying one submission's files) are on the cluster at a time."""
     with connect(scheduler, workers) as client:
         client.register_plugin(PrepareCourse(bundle), name=PLUGIN_NAME)
-        futures = {client.submit(grade_task, task, key=task.key, retries=RETRIES): task for task in tasks}
-        for future in as_completed(futures):
+        running = {}
+
+        def send(task: Task):
+            future = client.submit(grade_task, task, key=task.key, retries=RETRIES)
+            running[future] = task
+            return future
+
+        completed = as_completed([send(task) for task in itertools.islice(tasks, IN_FLIGHT)])
+        for future in completed:
+            upcoming = next(tasks, None)
+            if upcoming is not None:
+                completed.add(send(upcoming))
             try:
-                yield futures[future], future.result()
+                result = future.result()
             except Exception as error:  # KilledWorker, or what the task raised on its last retry
-                yield futures[future], error
-            future.release()
+                result = error
+            yield running.pop(future), result

@@ -22,6 +22,7 @@ import shutil
 import sys
 import time
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import nbformat
@@ -34,6 +35,7 @@ from .workers import (CourseBundle, GradedSubmission, Outcome, Task, file_sha256
                       prepare_worker, read_folder, write_folder)
 
 SCRATCH = ".workers"  # under the grading folder: the local pool's scratch grading folders
+QUEUED_PER_WORKER = 4  # local pool: tasks sent ahead of the workers (each holds one submission's files)
 
 
 @dataclasses.dataclass
@@ -88,10 +90,11 @@ def grade_class(course, jobs, *, workers=None, progress=None, force=False, sched
             todo.append((student, chapter))
     skipped, failed = len(done), []
     if todo:
-        bundle = CourseBundle.of(course.root, course.source, course.course_id, {chapter for _, chapter in todo})
-        tasks = [submission_task(course.root, student, chapter, bundle) for student, chapter in todo]
+        bundle = CourseBundle.of(course.root, course.source, course.course_id)
+        # read when sent: a MOOC's submissions need not all be in memory at once
+        tasks = (submission_task(course.root, student, chapter, bundle) for student, chapter in todo)
         if scheduler is None:
-            results = _local_pool(course.root, bundle, tasks, workers)
+            results = _local_pool(course.root, bundle, tasks, min(workers or os.cpu_count() or 1, len(todo)))
         else:
             from . import dask_grading
             results = dask_grading.grade(scheduler, bundle, tasks, workers)
@@ -114,15 +117,26 @@ def submission_task(root: Path, student: str, chapter: str, bundle: CourseBundle
     return Task(student, chapter, file_sha256(folder / f"{chapter}.ipynb"), read_folder(folder), bundle.sha256)
 
 
-def _local_pool(root: Path, bundle: CourseBundle, tasks: list[Task], workers: int | None):
-    """(task, result or exception) as they complete, from a pool of forked processes on this machine."""
-    workers = max(1, min(workers or os.cpu_count() or 1, len(tasks)))
+def _local_pool(root: Path, bundle: CourseBundle, tasks: Iterator[Task], workers: int):
+    """(task, result or exception) as they complete, from a pool of `workers` forked processes on this machine,
+    with a few tasks per worker queued at a time."""
     context = multiprocessing.get_context("fork")  # callers need no `if __name__ == "__main__"` guard
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context, initializer=prepare_worker,
                                                 initargs=(bundle, Path(root) / SCRATCH)) as pool:
-        futures = {pool.submit(grade_task, task): task for task in tasks}
-        for future in concurrent.futures.as_completed(futures):
-            yield futures[future], future.exception() or future.result()
+        running = {}
+
+        def send_next() -> None:
+            task = next(tasks, None)
+            if task is not None:
+                running[pool.submit(grade_task, task)] = task
+
+        for _ in range(QUEUED_PER_WORKER * workers):
+            send_next()
+        while running:
+            finished, _ = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
+            for future in finished:
+                send_next()
+                yield running.pop(future), future.exception() or future.result()
 
 
 def grade_submission(root: str, course_id: str, student: str, chapter: str, *, hold: bool = True) -> Outcome:
@@ -132,7 +146,7 @@ def grade_submission(root: str, course_id: str, student: str, chapter: str, *, h
     shows the learner the scores anyway, next to the problems."""
     root_path = Path(root)
     source = (root_path / "source").resolve()
-    bundle = CourseBundle.of(root_path, source, course_id, [chapter])
+    bundle = CourseBundle.of(root_path, source, course_id)
     prepare_worker(bundle, root_path / SCRATCH)
     result = grade_task(submission_task(root_path, student, chapter, bundle))
     with Recorder(root_path, course_id) as recorder:

@@ -88,9 +88,10 @@ class CourseBundle:
         return digest.hexdigest()
 
     @classmethod
-    def of(cls, root: Path, source: Path, course_id: str, chapters) -> CourseBundle:
+    def of(cls, root: Path, source: Path, course_id: str) -> CourseBundle:
+        """Every chapter of `source` (the inspection names the chapter a notebook handed in by mistake is of)."""
         files = {}
-        for chapter in sorted(set(chapters)):
+        for chapter in sorted(p.parent.name for p in source.glob("*/*.ipynb") if p.stem == p.parent.name):
             for path in sorted((source / chapter).rglob("*")):
                 if path.is_file() and ".ipynb_checkpoints" not in path.parts:
                     files[str(path.relative_to(source))] = path.read_bytes()

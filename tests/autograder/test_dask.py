@@ -1,5 +1,6 @@
 """Grading on Dask: the same scores as the local pool, and every submission graded exactly once even when a
 worker is killed in the middle of a notebook."""
+import dataclasses
 import os
 import signal
 import socket
@@ -12,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from autograder import synthetic
+from autograder import dask_grading, grading, synthetic
 from autograder.cli import main
 from autograder.config import REPO_ROOT
 from autograder.grading import load_outcome
-from autograder.workers import SCRATCH_ENV_VAR
+from autograder.workers import SCRATCH_ENV_VAR, CourseBundle
 
 pytestmark = pytest.mark.slow
 
@@ -55,7 +56,9 @@ def gradebook_rows(course) -> dict:
         }
 
 
-def test_a_local_cluster_grades_exactly_like_the_local_pool(make_toy_course, short_limits, tmp_path):
+def test_a_local_cluster_grades_exactly_like_the_local_pool(make_toy_course, short_limits, tmp_path, monkeypatch):
+    monkeypatch.setattr(grading, "QUEUED_PER_WORKER", 1)  # both send the rest of the class as results come in
+    monkeypatch.setattr(dask_grading, "IN_FLIGHT", 2)
     local, dask = make_toy_course(tmp_path / "local"), make_toy_course(tmp_path / "dask")
     expected = hand_in_class(local, tmp_path)
     hand_in_class(dask, tmp_path)
@@ -71,6 +74,19 @@ def test_a_local_cluster_grades_exactly_like_the_local_pool(make_toy_course, sho
         assert local.scores(student, chapter) == dask.scores(student, chapter)
     assert load_outcome(dask.root, "ed", "90_toy").needs_review  # the tampered one is held on the cluster too
     assert gradebook_rows(local) == gradebook_rows(dask)
+
+
+def test_a_task_that_fails_on_every_try_is_reported_and_the_others_are_graded(make_toy_course, short_limits,
+                                                                             tmp_path):
+    course = make_toy_course(tmp_path / "grading")
+    hand_in_class(course, tmp_path)
+    bundle = CourseBundle.of(course.root, course.source, course.course_id)
+    good = grading.submission_task(course.root, "ada", "90_toy", bundle)
+    stale = dataclasses.replace(grading.submission_task(course.root, "bo", "90_toy", bundle), bundle_sha256="0" * 64)
+    results = dict((task.student, result) for task, result in
+                   dask_grading.grade("local", bundle, iter([stale, good]), workers=1))
+    assert isinstance(results["bo"], RuntimeError) and "not prepared for this course" in str(results["bo"])
+    assert results["ada"].outcome.needs_review == [] and results["ada"].autograded
 
 
 def free_port() -> int:
