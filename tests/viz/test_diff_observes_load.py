@@ -167,3 +167,12 @@ def test_an_exception_from_an_override_propagates(fw):
 
     with pytest.raises(KeyError, match="no version"):
         check_state_dict(Broken(1, 1), {})
+
+
+def test_a_module_that_cannot_be_copied_gets_a_clear_error(fw):
+    import threading
+
+    model = fw.nn.Linear(1, 1)
+    model.lock = threading.Lock()  # not copyable: the drawing would otherwise have to load into the module itself
+    with pytest.raises(TypeError, match="runs on a deep copy"):
+        draw_state_dict_diff(model, model.state_dict())

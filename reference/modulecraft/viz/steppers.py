@@ -238,7 +238,13 @@ def step_load_state_dict(module, state_dict) -> list[LoadStep]:
     its extra state, the other keys it reports missing, the keys it cannot place. Keys a load post-hook removes
     from the lists come last, as ``FORGIVEN``.
     """
-    model = copy.deepcopy(module)
+    try:
+        model = copy.deepcopy(module)
+    except Exception as error:
+        raise TypeError(f"cannot show load_state_dict on this {type(module).__name__}: the load runs on a deep copy "
+                        f"(so the module itself is not changed), and copy.deepcopy failed with "
+                        f"{type(error).__name__}: {error}. Make the module copyable (e.g. __deepcopy__) first."
+                        ) from error
     node_names = _node_names(model)
     calls: list[_Call] = []
     lists: list[list] = []
