@@ -59,11 +59,15 @@ REVEAL_FILES = ("LICENSE", "dist/reveal.js", "dist/reveal.css", f"dist/theme/{RE
                 "dist/theme/fonts/source-sans-pro", "plugin/notes/notes.js")
 
 # nbconvert's reveal template with every CDN script removed (require.js, jQuery, Mermaid, MathJax, the widget
-# manager) and reveal.js loaded by plain <script> tags, so a deck needs nothing but the files next to it.
+# manager) and reveal.js loaded by plain <script> tags, so a deck needs nothing but the files next to it. Long code
+# lines wrap instead of running off the projected slide.
 OFFLINE_DECK = """{%- extends 'reveal/index.html.j2' -%}
 {%- block html_head_js -%}{%- endblock html_head_js -%}
 {%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}
 {%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
+{%- block html_head_css -%}
+<style>.reveal .jp-InputArea pre, .reveal .jp-OutputArea pre { white-space: pre-wrap; }</style>
+{%- endblock html_head_css -%}
 {% block footer_js %}
 <script src="{{ reveal_url_prefix }}/dist/reveal.js"></script>
 <script src="{{ reveal_url_prefix }}/plugin/notes/notes.js"></script>
