@@ -32,6 +32,7 @@ from .guard import EVENT, MARK
 
 UNGRADABLE = ("not a valid notebook", "not a notebook of chapter", "no notebook was submitted")
 GUARD_KEY = "modulecraft_guard"  # cell metadata key of inserted guard cells
+AT_THE_END = "(end)"  # where the last verify cell stands
 
 # (test cell, problem) reported by the guard in the last autograde run of this process (one at a time per worker).
 _verdict: list[tuple[str, str]] = []
@@ -56,8 +57,11 @@ def verdict() -> list[str]:
     first = {}
     for test, problem in _verdict:
         first.setdefault(problem, test)
-    return [problem if test is None else f"{problem} (seen before test cell {test!r})"
-            for problem, test in first.items()]
+    return [problem if test is None else f"{problem} (seen {_where(test)})" for problem, test in first.items()]
+
+
+def _where(test: str | None) -> str:
+    return "at the end of the notebook" if test == AT_THE_END else f"before test cell {test!r}"
 
 
 def is_ungradable(problems: list[str]) -> bool:
@@ -206,6 +210,9 @@ class InsertGuard(NbGraderPreprocessor):
                 cells.append(_guard_cell("scrub", _audit("scrub", passed)))
             if cell.cell_type == "code" and utils.is_locked(cell) and not utils.is_grade(cell):
                 cells.append(_guard_cell("snapshot", _audit("snapshot")))
+        # Once more at the end: what code run by the last test left patched is seen too.
+        cells.append(_guard_cell("verify", _audit("verify", nonce := secrets.token_hex(16)), nonce=nonce,
+                                 test=AT_THE_END))
         nb.cells = cells
         return nb, resources
 

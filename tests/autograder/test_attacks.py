@@ -62,6 +62,9 @@ builtins.isinstance = lambda obj, cls: cls is np.ndarray or honest_isinstance(ob
 """ + WRONG_ADD
 REPLACES_CODE = ("import modulecraft.checks\n"
                  "modulecraft.checks.expect.__code__ = (lambda *args, **kwargs: None).__code__\n" + WRONG_ADD)
+PATCHES_DURING_THE_LAST_TEST = {"add": WRONG_ADD, "scale": """def scale(x, factor):
+    np.allclose = lambda *args, **kwargs: True
+    return 0"""}
 EXITS_IN_A_TEST = "import os\ndef add(a, b):\n    os._exit(0)"
 EXITS_WITH_SYS_EXIT = "import sys\nsys.exit()\n" + GOOD_ADD
 
@@ -87,7 +90,7 @@ except OSError as error:
 {GOOD_ADD}"""
 
 
-# name: (solution of `add`, expected score, status, phrase the report must contain)
+# name: (solution of `add` or {grade_id: source}, expected score, status, phrase the report must contain)
 ATTACKS = {
     "forges-signed-line": (FORGES_SIGNED_LINE, HONEST_CEILING, "graded", None),
     "swallows-in-run-code": (SWALLOWS_IN_RUN_CODE, 0, "needs review", "InteractiveShell.run_code was changed"),
@@ -102,6 +105,8 @@ ATTACKS = {
     "sets-profile": (SETS_PROFILE, 0, "needs review", "key was dropped after sys.setprofile"),
     "patches-isinstance": (PATCHES_ISINSTANCE, 0, "needs review", "builtins.isinstance was replaced"),
     "replaces-code": (REPLACES_CODE, 0, "needs review", "the code of modulecraft.checks"),
+    "patches-during-the-last-test": (PATCHES_DURING_THE_LAST_TEST, 0, "needs review",
+                                     "numpy.allclose was replaced (seen at the end of the notebook)"),
     "exits-in-a-test": (EXITS_IN_A_TEST, 0, "graded", "kernel exited"),
     "sys-exit": (EXITS_WITH_SYS_EXIT, 3, "graded", "cell add called sys.exit()"),
 }
@@ -126,7 +131,8 @@ def graded(tmp_path_factory, short_limits, make_toy_course, listener):
     submissions = {name: solution for name, (solution, *_) in ATTACKS.items()}
     submissions["confined"] = confinement(port)
     for student, solution in submissions.items():
-        notebook = synthetic.with_cells(synthetic.solved(course, "90_toy"), {"add": solution})
+        sources = solution if isinstance(solution, dict) else {"add": solution}
+        notebook = synthetic.with_cells(synthetic.solved(course, "90_toy"), sources)
         synthetic.write(notebook, tmp_path / f"{student}.ipynb")
         course.submit(student, "90_toy", tmp_path / f"{student}.ipynb")
     return course, course.grade()
