@@ -196,7 +196,7 @@ def state_dict(self, *, destination=None, prefix="", keep_vars=False):
     dict(
         grade_id='c07_load_state_dict',
         mistake='post-hooks-before-children',
-        feedback='post-hooks run after its children',
+        feedback='after its children (and their hooks) have loaded',
         edits=[
             ("        for name, child in module._modules.items():\n"
              "            if child is not None:\n"
