@@ -126,6 +126,7 @@ class Report:
     offered: list[tuple[str, str]] = field(default_factory=list)  # (the learner's file, the new version next to it)
     up_to_date: list[str] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)  # (chapter, why nbgrader could not generate it)
+    retired: list[str] = field(default_factory=list)  # the learner's chapters the course no longer has (kept)
 
     def changes(self) -> int:
         return len(self.added) + len(self.offered)
@@ -139,10 +140,31 @@ class Report:
             lines.append(f"  up to date: {', '.join(self.up_to_date)}")
         if self.offered:
             lines.append("  Compare the .updated notebooks with yours and carry your solutions over (or keep yours).")
+        for chapter in self.retired:
+            lines.append(f"  kept       {chapter}/: {retirement(chapter)}")
         for chapter, why in self.failed:
             lines.append(f"  FAILED     {chapter}: nbgrader could not generate it: {why}")
             lines.append("             Your files for it are unchanged; tell the course's authors. The next run tries again.")
         return "\n".join(lines)
+
+
+# Chapters the course renamed: a learner's notebook under the old name stays where it is, pointed at its successor.
+MOVED_CHAPTERS = {"09_capstone": "12_capstone"}
+
+
+def retirement(chapter: str) -> str:
+    """What to tell a learner about their notebook of a chapter the course no longer has."""
+    successor = MOVED_CHAPTERS.get(chapter)
+    where = f"it is now {successor}, a new notebook; carry your work over" if successor else "it was removed"
+    return f"this chapter is no longer in the course ({where}). Your notebook is kept as it is."
+
+
+def retired_chapters(workspace: Path, chapters: list[str]) -> list[str]:
+    """Chapter folders `<chapter>/<chapter>.ipynb` in the workspace that are not in the course (any more)."""
+    if not workspace.is_dir():
+        return []
+    return sorted(p.name for p in workspace.iterdir()
+                  if p.name not in chapters and (p / f"{p.name}.ipynb").is_file())
 
 
 def course_chapters(source: Path = COURSE_SOURCE) -> list[str]:
@@ -177,6 +199,7 @@ def prepare(workspace: Path = DEFAULT_WORKSPACE, source: Path = COURSE_SOURCE) -
                 manifest.chapters[chapter] = versions[chapter]
                 manifest.save()
             report.up_to_date.sort()
+    report.retired = retired_chapters(workspace, chapters)
     index = nbformat.writes(index_notebook(workspace, chapters)).encode()
     _place(workspace, Path(INDEX), index, manifest, report, ours=True)
     manifest.save()
@@ -318,6 +341,8 @@ def progress_table(workspace: Path, chapters: list[str]) -> str:
         if offers:
             status += ", new version: " + ", ".join(f"[{offer.name}]({chapter}/{offer.name})" for offer in offers)
         rows.append(f"| {number} | [{chapter_title(notebook, chapter)}]({link}) | {status} |")
+    for chapter in retired_chapters(workspace, chapters):
+        rows.append(f"| {chapter.split('_')[0]} | [{chapter}]({chapter}/{chapter}.ipynb) | {retirement(chapter)} |")
     return "\n".join(rows)
 
 

@@ -8,6 +8,7 @@ import pytest
 from nbgrader import utils as nbgrader_utils
 from toy_course import CHAPTERS, write_chapter
 
+from autograder import workspace as workspace_module
 from autograder.workspace import INDEX, exercise_progress, prepare, progress_table
 
 pytestmark = pytest.mark.slow  # real nbgrader releases
@@ -106,6 +107,22 @@ def test_new_chapters_are_added_and_existing_ones_left_alone(course):
     assert report.offered == [] and report.up_to_date == CHAPTERS
     assert (workspace / "01_alpha" / "01_alpha.ipynb").read_bytes() == my_work
     assert "[Chapter 03_gamma](03_gamma/03_gamma.ipynb)" in (workspace / INDEX).read_text()
+
+
+def test_a_chapter_the_course_renamed_is_kept_and_pointed_at_its_successor(course, monkeypatch):
+    source, workspace = course
+    my_work = edit_solution(workspace / "02_beta" / "02_beta.ipynb", "def answer():\n    return 42")
+    (source / "02_beta" / "02_beta.ipynb").rename(source / "02_beta" / "12_beta.ipynb")
+    (source / "02_beta").rename(source / "12_beta")
+    monkeypatch.setitem(workspace_module.MOVED_CHAPTERS, "02_beta", "12_beta")
+
+    report = prepare(workspace, source)
+
+    assert report.added == ["12_beta/12_beta.ipynb"] and report.retired == ["02_beta"]
+    assert (workspace / "02_beta" / "02_beta.ipynb").read_bytes() == my_work
+    assert "kept       02_beta/: this chapter is no longer in the course (it is now 12_beta" in str(report)
+    index = nbformat.read(workspace / INDEX, as_version=4).cells[0].source
+    assert "| 02 | [02_beta](02_beta/02_beta.ipynb) | this chapter is no longer in the course (it is now 12_beta" in index
 
 
 def test_an_offer_the_learner_has_not_opened_is_refreshed_but_one_they_edited_is_kept(course):
