@@ -1,0 +1,129 @@
+"""Typical mistakes in chapter 11 (optimizers and the training loop); format in README.md."""
+
+WRONG_IMPLEMENTATIONS = [
+    dict(
+        grade_id="c11_param_groups",
+        mistake="norm-layers-decayed",
+        feedback="a normalisation layer's parameters",
+        edits=[('        if last == "bias" or isinstance(modules[owner], NORM_LAYERS):\n',
+                '        if last == "bias":\n')],
+    ),
+    dict(
+        grade_id="c11_param_groups",
+        mistake="chosen-by-shape",
+        feedback="chosen by name, not by shape",
+        edits=[('        if last == "bias" or isinstance(modules[owner], NORM_LAYERS):\n',
+                '        if param.ndim == 1:\n')],
+    ),
+    dict(
+        grade_id="c11_param_groups",
+        mistake="shared-parameters-twice",
+        feedback="each parameter appears once",
+        edits=[("    for name, param in model.named_parameters():\n",
+                "    for name, param in model.named_parameters(remove_duplicate=False):\n"),
+               ("    modules = dict(model.named_modules())\n",
+                "    modules = dict(model.named_modules(remove_duplicate=False))\n")],
+    ),
+    dict(
+        grade_id="c11_sgd",
+        mistake="momentum-buffer-not-kept",
+        feedback="momentum=0.9",
+        edits=[('                        state = self.state[p]\n'
+                '                        if "momentum_buffer" not in state:\n'
+                '                            state["momentum_buffer"] = np.array(g, copy=True)\n'
+                '                        else:\n'
+                '                            state["momentum_buffer"] *= group["momentum"]\n'
+                '                            state["momentum_buffer"] += g\n'
+                '                        g = state["momentum_buffer"]\n',
+                '                        buffer = np.zeros_like(g)\n'
+                '                        buffer = group["momentum"] * buffer + g\n'
+                '                        g = buffer\n')],
+    ),
+    dict(
+        grade_id="c11_sgd",
+        mistake="weight-decay-after-momentum",
+        feedback="g = grad + wd * p",
+        edits=[('                    if group["weight_decay"] != 0:\n'
+                '                        g = g + group["weight_decay"] * np.asarray(p)\n', ''),
+               ('                    p -= group["lr"] * g\n',
+                '                    p -= group["lr"] * (g + group["weight_decay"] * np.asarray(p))\n')],
+    ),
+    dict(
+        grade_id="c11_sgd",
+        mistake="buffer-is-the-grad",
+        feedback="must be a copy of the first gradient",
+        edits=[('state["momentum_buffer"] = np.array(g, copy=True)', 'state["momentum_buffer"] = g')],
+    ),
+    dict(
+        grade_id="c11_sgd",
+        mistake="none-grad-not-skipped",
+        feedback="whose grad is None",
+        edits=[("                    if p.grad is None:\n                        continue\n", "")],
+    ),
+    dict(
+        grade_id="c11_sgd",
+        mistake="zero-grad-always-zeros",
+        feedback="sets every grad to None by default",
+        edits=[("                    if set_to_none:\n"
+                "                        p.grad = None\n"
+                "                    else:\n"
+                "                        p.grad[...] = 0",
+                "                    p.grad[...] = 0")],
+    ),
+    dict(
+        grade_id="c11_sgd",
+        mistake="zero-grad-new-array",
+        feedback="fills the same grad arrays with zeros",
+        edits=[("                        p.grad[...] = 0", "                        p.grad = np.zeros_like(p.grad)")],
+    ),
+    dict(
+        grade_id="c11_predict_indices",
+        mistake="indices-restart-per-group",
+        feedback="numbered across the groups",
+        edits=[('"params": [[0, 1], [2, 3, 4, 5]]', '"params": [[0, 1], [0, 1, 2, 3]]')],
+    ),
+    dict(
+        grade_id="c11_predict_indices",
+        mistake="indices-in-named-parameters-order",
+        feedback="in the order the groups list the parameters",
+        edits=[('"params": [[0, 1], [2, 3, 4, 5]]', '"params": [[0, 4], [1, 2, 3, 5]]')],
+    ),
+    dict(
+        grade_id="c11_predict_indices",
+        mistake="state-for-the-frozen-bias",
+        feedback="the frozen bias has none",
+        edits=[('"state": [0, 1, 2, 3, 4]}', '"state": [0, 1, 2, 3, 4, 5]}')],
+    ),
+    dict(
+        grade_id="c11_state_dict",
+        mistake="indices-restart-per-group-in-state-dict",
+        feedback="numbered across the groups",
+        edits=[("    index_of = {}\n", ""),
+               ("    for group in optimizer.param_groups:\n",
+                "    for group in optimizer.param_groups:\n        index_of = {}\n"),
+               ("    state = {index_of[id(p)]: value for p, value in optimizer.state.items()}\n",
+                "    state = {index: optimizer.state[p] for group in optimizer.param_groups\n"
+                "             for index, p in enumerate(group[\"params\"]) if p in optimizer.state}\n")],
+    ),
+    dict(
+        grade_id="c11_state_dict",
+        mistake="state-keyed-by-id",
+        feedback="keyed by index, not by id",
+        edits=[("    state = {index_of[id(p)]: value for p, value in optimizer.state.items()}\n",
+                "    state = {id(p): value for p, value in optimizer.state.items()}\n")],
+    ),
+    dict(
+        grade_id="c11_state_dict",
+        mistake="group-options-dropped",
+        feedback="keeps all its options",
+        edits=[('        packed = {key: value for key, value in group.items() if key != "params"}\n',
+                "        packed = {}\n")],
+    ),
+    dict(
+        grade_id="c11_state_dict",
+        mistake="state-copied",
+        feedback="not a copy",
+        edits=[("    state = {index_of[id(p)]: value for p, value in optimizer.state.items()}\n",
+                "    state = {index_of[id(p)]: dict(value) for p, value in optimizer.state.items()}\n")],
+    ),
+]
