@@ -146,8 +146,10 @@ def test_the_chapter_case_after_exercise_3_is_pinned(fw):
 def test_a_forgiven_key_is_drawn_grey_and_the_load_succeeds(fw):
     model = forgiving_post_hook(fw.nn)
     state = SCENARIOS["post-hook forgives keys"][1](fw.nn)
-    report = draw_state_dict_diff(model, state).report
+    drawing = draw_state_dict_diff(model, state)
+    report = drawing.report
     assert report.compatible and report.forgiven_keys == ["head.weight", "head.bias"]
+    assert "forgiven by a post-hook" in drawing.source, "the legend says what a grey row means"
     steps = LoadStepper(model, state).steps
     assert [step.outcome for step in steps[-2:]] == [FORGIVEN, FORGIVEN]
 

@@ -63,6 +63,7 @@ LOAD_LEGEND = [
     (None, COLOURS["missing"], "missing key"),
     (None, COLOURS["mismatch"], "size mismatch"),
     (None, COLOURS["unexpected"], "unexpected key"),
+    (None, COLOURS["node_eval"], "taken by a module's own loading, or forgiven by a post-hook"),
 ]
 
 
