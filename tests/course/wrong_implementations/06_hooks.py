@@ -206,6 +206,32 @@ def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
         ],
     ),
     dict(
+        grade_id='c06_run_forward_pre_hooks',
+        mistake='pair-not-checked',
+        feedback='must raise RuntimeError',
+        edits=[
+            ("                if not (isinstance(result, tuple) and len(result) == 2):\n"
+             "                    raise RuntimeError(\n"
+             "                        \"forward pre-hook must return None or a tuple of (new_args, new_kwargs), \"\n"
+             "                        f\"but got {result}.\"\n"
+             "                    )\n"
+             "                args, kwargs = result\n",
+             "                args, kwargs = result[0], result[1]\n"),
+        ],
+    ),
+    dict(
+        grade_id='c06_run_forward_pre_hooks',
+        mistake='chain-starts-from-original-args',
+        feedback='Each pre-hook must see the args left by the previous one',
+        edits=[
+            ("            result = hook(module, args)\n",
+             "            result = hook(module, original_args)\n"),
+            ("    hooks = (*registry._global_forward_pre_hooks.items(), *module._forward_pre_hooks.items())\n",
+             "    original_args = args\n"
+             "    hooks = (*registry._global_forward_pre_hooks.items(), *module._forward_pre_hooks.items())\n"),
+        ],
+    ),
+    dict(
         grade_id='c06_run_forward_hooks',
         mistake='colleagues-version',
         feedback='three forward hooks',
