@@ -58,7 +58,7 @@ TRUSTED_PACKAGES = ("IPython", "ipykernel", "jupyter_client", "comm", "zmq", "tr
 EXPOSING = {"gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._current_frames", "sys.settrace",
             "sys.setprofile", "ctypes.dlopen", "ctypes.dlsym", "ctypes.dlsym/handle", "ctypes.string_at",
             "ctypes.wstring_at", "ctypes.cdata", "ctypes.cdata/buffer", "ctypes.addressof"}
-EXPOSING_WHILE_BUSY = {"sys._getframe", "object.__getattr__"}
+EXPOSING_WHILE_ACTIVE = {"sys._getframe", "object.__getattr__"}
 FRAME_WRAPPERS = ("inspect", "traceback")  # modules through which a cell commonly reaches frames
 CODE_ATTRIBUTES = {"__code__", "__defaults__", "__kwdefaults__"}
 IMMUTABLE_TYPE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE: classes nobody can patch
@@ -87,7 +87,7 @@ def install(cell_deadline=None):
 
 def _hook(sign, checks, write, flush):
     """The audit hook: the only holder of the signing key (inside `sign`) and of the snapshots (`checks`)."""
-    state = {"sign": sign, "busy": False, "lost": None, "test": None, "inspecting": False}
+    state = {"sign": sign, "active": False, "lost": None, "test": None, "inspecting": False}
 
     def drop_key(why):
         state["sign"] = None
@@ -107,42 +107,32 @@ def _hook(sign, checks, write, flush):
 
     def handle(event, args):
         """What to refuse (a message), after dropping the key; None to let the event through."""
-        if state["inspecting"]:
-            return None
         if event == EVENT:
-            if not state["busy"]:
-                state["busy"] = True
-                try:
-                    what, nonce = args[0], args[1]
-                    if what == "verify":
-                        problems = checks.problems()
-                        report(nonce, "ok" if not problems else "tampered: " + "; ".join(sorted(set(problems))))
-                        state["test"] = nonce
-                    elif what == "passed":
-                        report(nonce, "passed")
-                    elif what == "scrub":
-                        state["test"] = None
-                        checks.scrub(nonce)
-                    elif what == "snapshot":
-                        checks.snapshot()
-                finally:
-                    state["busy"] = False
+            what, nonce = args[0], args[1]
+            if what == "verify":
+                problems = checks.problems()
+                report(nonce, "ok" if not problems else "tampered: " + "; ".join(sorted(set(problems))))
+                state["test"] = nonce
+            elif what == "passed":
+                report(nonce, "passed")
+            elif what == "scrub":
+                state["test"] = None
+                checks.scrub(nonce)
+            elif what == "snapshot":
+                checks.snapshot()
         elif event in EXPOSING:
             drop_key(event)
             return f"{event} is not available in a graded notebook"
-        elif state["busy"] and event in EXPOSING_WHILE_BUSY:
-            drop_key(f"{event} while the guard was checking")
-            return f"{event} is not available in a graded notebook"
-        elif state["test"] and event in EXPOSING_WHILE_BUSY and not state["inspecting"]:
+        elif state["test"] and event in EXPOSING_WHILE_ACTIVE:
             state["inspecting"] = True  # our own look at the caller's frame raises these events again
             try:
                 if checks.called_from_a_cell():
                     checks.found.append(f"the notebook's code looked at frames or code ({event}) during a test")
             finally:
                 state["inspecting"] = False
-        elif event == "open" and isinstance(args[0], str) and _is_process_memory(args[0]):
-            drop_key(f"opening {args[0]}")
-            return f"{args[0]} is not available in a graded notebook"
+        elif event == "open" and _is_process_memory(args[0]):
+            drop_key(f"opening {args[0]!r}")
+            return "the kernel's memory is not available in a graded notebook"
         elif event == "sys.addaudithook":
             checks.found.append("another audit hook was added")
         elif event in ("object.__setattr__", "object.__delattr__") and args[1] in CODE_ATTRIBUTES:
@@ -152,12 +142,22 @@ def _hook(sign, checks, write, flush):
         return None
 
     def hook(event, args):
+        if state["inspecting"]:  # only our own frame walk runs (plain dict and str operations)
+            return
+        if state["active"]:  # code the guard called (a probed __eq__, a path's __fspath__, a patched write)
+            if event in EXPOSING or event in EXPOSING_WHILE_ACTIVE:
+                drop_key(f"{event} while the guard was checking")
+                raise RuntimeError(f"{event} is not available in a graded notebook")
+            return
         # No exception may leave this function while the key is held: its traceback would hold this frame.
+        state["active"] = True
         try:
             refusal = handle(event, args)
         except BaseException:
             drop_key(f"an error in the guard while handling {event}")
             return
+        finally:
+            state["active"] = False
         if refusal:
             raise RuntimeError(refusal)
 
@@ -165,7 +165,11 @@ def _hook(sign, checks, write, flush):
 
 
 def _is_process_memory(path):
-    parts = path.split("/")
+    """Whether `open` was asked for a process's memory (`path` as given: str, bytes, a path object or an fd)."""
+    if isinstance(path, int):
+        return False
+    path = os.fsdecode(path)  # may run a path object's __fspath__: the hook is active, frames are refused
+    parts = str.split(path, "/")
     return len(parts) >= 4 and parts[1] == "proc" and parts[3] in ("mem", "map_files", "pagemap")
 
 

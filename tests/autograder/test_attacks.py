@@ -55,6 +55,7 @@ for thing in gc.get_objects():
     pass
 """ + WRONG_ADD
 READS_MEMORY = "import ctypes\nctypes.string_at(id(0), 8)\n" + WRONG_ADD
+OPENS_ITS_MEMORY = "open(b'/proc/self/mem', 'rb')\n" + WRONG_ADD
 SETS_PROFILE = "import sys\nsys.setprofile(lambda *args: None)\n" + WRONG_ADD
 PATCHES_ISINSTANCE = """import builtins
 honest_isinstance = builtins.isinstance
@@ -102,6 +103,7 @@ ATTACKS = {
     "returns-mock-any": (RETURNS_MOCK_ANY, 0, "needs review", "class '_ANY' compares equal"),
     "hunts-the-guard": (HUNTS_THE_GUARD, 0, "needs review", "key was dropped after gc.get_objects"),
     "reads-memory": (READS_MEMORY, 0, "needs review", "key was dropped after ctypes.string_at"),
+    "opens-its-memory": (OPENS_ITS_MEMORY, 0, "needs review", "key was dropped after opening"),
     "sets-profile": (SETS_PROFILE, 0, "needs review", "key was dropped after sys.setprofile"),
     "patches-isinstance": (PATCHES_ISINSTANCE, 0, "needs review", "builtins.isinstance was replaced"),
     "replaces-code": (REPLACES_CODE, 0, "needs review", "the code of modulecraft.checks"),
