@@ -134,7 +134,9 @@ class AccumulateGrad(Node):
     """The node of a leaf that requires grad: adds the gradient it receives into ``variable.grad``.
 
     It runs first among the nodes that are ready (torch gives it the highest priority). The first gradient
-    is copied (the graph may share it with other nodes); later ones are added in place into that array.
+    is copied (the graph may share it with other nodes) into the leaf's own memory layout, as torch lays out
+    ``.grad`` like its parameter (a Linear's weight gradient arrives as a transposed view: kept as it came, the
+    optimizer's in-place updates would walk memory across the grain); later ones are added in place.
     Hooks registered on the leaf tensor run just before, as this node's tensor pre-hooks; its post-accumulate
     hooks run right after the addition.
     """
@@ -154,7 +156,8 @@ class AccumulateGrad(Node):
                                f"{list(grad.shape)} but expected shape compatible with {list(variable.shape)}")
         existing = variable._grad
         if existing is None:
-            variable._grad = np.array(grad, dtype=variable.dtype, copy=True)
+            variable._grad = np.empty_like(variable, subok=False)
+            np.copyto(variable._grad, grad, casting="unsafe")
         else:
             np.add(existing, grad, out=existing, casting="unsafe")
         if variable._post_accumulate_grad_hooks is not None:
