@@ -194,8 +194,16 @@ def test_backward_hooks_recorded_in_the_real_order(fw, global_backward_hooks):
 def test_forward_and_backward_order_same_as_torch(torch_fw, modulecraft_fw, input_requires_grad):
     def traced(fw):
         inputs = leaf_input(fw) if input_requires_grad else fw.array(np.ones((3, 4)))
-        with pytest.warns(UserWarning) if not input_requires_grad else _no_warning():
-            return trace_calls(backward_hooked(fw, []), inputs, backward=lambda output: output.sum())
+        registry = fw.nn.modules.module
+        handles = [registry.register_module_forward_pre_hook(lambda module, args: None),
+                   registry.register_module_full_backward_pre_hook(lambda module, grad_output: None),
+                   registry.register_module_full_backward_hook(lambda module, grad_input, grad_output: None)]
+        try:
+            with pytest.warns(UserWarning) if not input_requires_grad else _no_warning():
+                return trace_calls(backward_hooked(fw, []), inputs, backward=lambda output: output.sum())
+        finally:
+            for handle in handles:
+                handle.remove()
     torch_trace, modulecraft_trace = traced(torch_fw), traced(modulecraft_fw)
     assert modulecraft_trace.events == torch_trace.events
     assert modulecraft_trace.hook_names == torch_trace.hook_names
