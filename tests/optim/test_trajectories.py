@@ -78,5 +78,8 @@ def test_sgd_with_any_hyper_parameters(lr, momentum, dampening, weight_decay, ne
        beta2=st.floats(0.0, 0.9999), eps=st.floats(1e-8, 1e-3), weight_decay=st.floats(0.0, 0.2),
        amsgrad=st.booleans(), maximize=st.booleans(), seed=st.integers(0, 2**16))
 def test_adam_with_any_hyper_parameters(name, lr, beta1, beta2, eps, weight_decay, amsgrad, maximize, seed):
+    """In float64: near beta2 = 0 the update is about lr * sign(grad), and float32 rounding differences of one ulp
+    in a tiny gradient grow step by step (Adam, lr 0.0625, betas (0.5, 0.0): 6e-5 relative apart from torch
+    after 28 steps in float32, equal to 2e-5 over 100 steps in float64). float32 runs are the fixed cases above."""
     run(name, {"lr": lr, "betas": (beta1, beta2), "eps": eps, "weight_decay": weight_decay, "amsgrad": amsgrad,
-               "maximize": maximize}, seed=seed)
+               "maximize": maximize}, seed=seed, dtype=np.float64)
