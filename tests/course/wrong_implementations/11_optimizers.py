@@ -62,6 +62,12 @@ WRONG_IMPLEMENTATIONS = [
     ),
     dict(
         grade_id="c11_sgd",
+        mistake="sgd-state-keyed-by-id",
+        feedback="state[p] holds the momentum_buffer",
+        edits=[("                        state = self.state[p]\n", "                        state = self.state[id(p)]\n")],
+    ),
+    dict(
+        grade_id="c11_sgd",
         mistake="zero-grad-always-zeros",
         feedback="sets every grad to None by default",
         edits=[("                    if set_to_none:\n"
