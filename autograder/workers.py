@@ -9,7 +9,7 @@ folder's files and what went wrong (`GradedSubmission`). Nothing else travels ba
 
 Why the coordinator imports the *autograded notebook*, not the scratch gradebook's numbers: it replays
 nbgrader's own `SaveAutoGrades` and `AssignLatePenalties` on that notebook against the real gradebook
-(`grading.record`), which is exactly what stock autograde writes. So nbgrader's semantics hold where they
+(`grading.Recorder`), which is exactly what stock autograde writes. So nbgrader's semantics hold where they
 depend on the real gradebook: a grade a person already gave (`manual_score`) still marks the cell for
 review, the late penalty uses the submission's timestamp and the course's plugin, and feedback and
 formgrader read the same autograded folder as always.

@@ -177,3 +177,22 @@ def test_a_worker_killed_mid_notebook_leaves_every_submission_graded_exactly_onc
     for student, chapter in expected:
         assert (course.root / "reports" / student / f"{chapter}.json").exists()
         assert (course.root / "autograded" / student / chapter / f"{chapter}.ipynb").exists()
+
+
+def test_a_regrade_keeps_nbgrader_s_rule_for_grades_a_person_gave(make_toy_course, short_limits, tmp_path):
+    """The coordinator replays nbgrader's SaveAutoGrades against the real gradebook: a cell a person graded
+    before is marked for review again on a regrade, as stock autograde does (a worker's scratch gradebook,
+    which never saw the person's grade, would not)."""
+    course = make_toy_course(tmp_path / "grading")
+    synthetic.write(synthetic.solved(course, "90_toy"), tmp_path / "ada.ipynb")
+    course.submit("ada", "90_toy", tmp_path / "ada.ipynb")
+    course.grade()
+    with course.gradebook() as gb:
+        grade = gb.find_grade("test_add", "90_toy", "90_toy", "ada")
+        grade.manual_score, grade.needs_manual_grade = 1.0, False
+        gb.db.commit()
+    course.grade(force=True)
+    with course.gradebook() as gb:
+        flags = {g.name: (g.needs_manual_grade, g.manual_score, g.auto_score)
+                 for g in gb.find_submission_notebook("90_toy", "90_toy", "ada").grades}
+    assert flags == {"test_add": (True, 1.0, 2.0), "test_scale": (False, None, 3.0)}
