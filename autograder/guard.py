@@ -18,10 +18,11 @@ the grader evidence that code in the kernel cannot counterfeit without being cau
   signed, so the grader holds the submission for review. The key is held by OpenSSL's HMAC object (C), whose
   methods student code cannot patch.
 
-Hidden tests must not reach the learner: after each test cell, "scrub" removes its text from the kernel's
-input history (`In`, `_ih`, `_i*`, the history manager) and from linecache; and code of the notebook that
-looks at frames or code objects while a test cell runs (`sys._getframe`, `inspect.currentframe`,
-`traceback.extract_stack`, a traceback's frames, a generator's frame, a function's `__code__`) is reported.
+Hidden tests must not reach the learner: right after each test cell (IPython's post_run_cell event), the
+guard removes its text from the kernel's input history (`In`, `_ih`, `_i*`, the history manager) and from
+linecache; and code of the notebook that looks at frames or code objects while a test cell runs
+(`sys._getframe`, `inspect.currentframe`, `traceback.extract_stack`, a traceback's frames, a generator's
+frame, a function's `__code__`) is reported.
 The grader also removes outputs that quote hidden tests (`integrity`, `feedback`).
 
 "verify" reports as tampering: replaced builtins, numpy functions, `modulecraft.checks` helpers, `sys` hooks
@@ -80,9 +81,15 @@ def install(cell_deadline=None):
         key = None  # not graded by our grader (e.g. run by hand): nothing will be signed
     if cell_deadline:
         _stop_cells_after(cell_deadline)
+    if _shell() is not None:
+        _shell().events.register("post_run_cell", _after_cell)
     checks = _Checks()
     sign = _hashlib.hmac_new(key, digestmod="sha256") if key else None
     sys.addaudithook(_hook(sign, checks, sys.stdout.write, sys.stdout.flush))
+
+
+def _after_cell(*_):
+    sys.audit(EVENT, "after", "", "")
 
 
 def _hook(sign, checks, write, flush):
@@ -112,12 +119,11 @@ def _hook(sign, checks, write, flush):
             if what == "verify":
                 problems = checks.problems()
                 report(nonce, "ok" if not problems else "tampered: " + "; ".join(sorted(set(problems))))
-                state["test"] = nonce
+                state["test"] = args[2][::-1]  # the test cell's "passed" nonce: how to find it in the history
             elif what == "passed":
                 report(nonce, "passed")
-            elif what == "scrub":
+            elif what == "after" and state["test"] and checks.scrub(state["test"]):
                 state["test"] = None
-                checks.scrub(nonce)
             elif what == "snapshot":
                 checks.snapshot()
         elif event in EXPOSING:
@@ -227,20 +233,23 @@ class _Checks:
         return False
 
     def scrub(self, nonce):
-        """Forget the test cell holding `nonce` (its last line names it): input history and linecache."""
+        """Forget the test cell holding `nonce` (its last line names it): input history and linecache.
+        Whether it had run (and so was found)."""
         import linecache
+        found = False
         if self.shell is not None:
             manager = self.shell.history_manager
             for history in (manager.input_hist_parsed, manager.input_hist_raw):
                 for index, text in enumerate(history):
                     if nonce in text:
-                        history[index] = ""
+                        history[index], found = "", True
             for name, value in list(self.namespace.items()):
                 if name.startswith("_i") and isinstance(value, str) and nonce in value:
                     self.namespace[name] = ""
         for name, entry in list(linecache.cache.items()):
             if len(entry) > 2 and nonce in "".join(entry[2]):
                 del linecache.cache[name]
+        return found
 
     def snapshot(self):
         """Remember the modules the course's cells bound to names (`np`, `nn`, ...)."""
@@ -375,6 +384,7 @@ def _ipython_hooks(shell):
         "AST transformers": tuple(map(id, shell.ast_transformers)),
         "pre-run callbacks": tuple(map(id, [*shell.events.callbacks.get("pre_run_cell", []),
                                             *shell.events.callbacks.get("pre_execute", [])])),
+        "post-run callbacks": tuple(map(id, shell.events.callbacks.get("post_run_cell", []))),
     }
 
 

@@ -181,9 +181,9 @@ def _guard_cell(role: str, source: str, **extra):
     return cell
 
 
-def _audit(what: str, nonce: str = "") -> str:
+def _audit(what: str, nonce: str = "", test: str = "") -> str:
     """A line that talks to the guard's audit hook (no name the notebook could rebind but builtins, checked)."""
-    return f"__import__('sys').audit({EVENT!r}, {what!r}, {nonce!r})"
+    return f"__import__('sys').audit({EVENT!r}, {what!r}, {nonce!r}, {test!r})"
 
 
 class InsertGuard(NbGraderPreprocessor):
@@ -200,14 +200,13 @@ class InsertGuard(NbGraderPreprocessor):
         cells = [_guard_cell("install", f"__import__('autograder.guard').guard.install(cell_deadline={deadline})")]
         for cell in nb.cells:
             if cell.cell_type == "code" and _is_test(cell):
-                cells.append(_guard_cell("verify", _audit("verify", nonce := secrets.token_hex(16)),
+                passed = secrets.token_hex(16)  # also tells the guard which cell to scrub once it has run:
+                # reversed, so that only the test cell holds it as written
+                cells.append(_guard_cell("verify", _audit("verify", nonce := secrets.token_hex(16), passed[::-1]),
                                          nonce=nonce, test=_grade_id(cell)))
-                passed = secrets.token_hex(16)
                 cell.metadata[GUARD_KEY] = {"role": "test", "nonce": passed, "source": cell.source}
                 cell.source = cell.source.rstrip("\\\n") + "\n" + _audit("passed", passed)
             cells.append(cell)
-            if cell.cell_type == "code" and _is_test(cell):
-                cells.append(_guard_cell("scrub", _audit("scrub", passed)))
             if cell.cell_type == "code" and utils.is_locked(cell) and not utils.is_grade(cell):
                 cells.append(_guard_cell("snapshot", _audit("snapshot")))
         # Once more at the end: what code run by the last test left patched is seen too.
