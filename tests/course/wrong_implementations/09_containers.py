@@ -163,4 +163,62 @@ def sequential_getitem(self, idx):
         edits=[("    if not isinstance(module, nn.Module):\n"
                 "        raise AssertionError(f\"module should be of type: {nn.Module}\")\n", "")],
     ),
+    dict(
+        grade_id='c09_parameter_containers',
+        mistake='parameter-rewrapped',
+        feedback='an existing Parameter is kept by identity',
+        edits=[("    if isinstance(value, np.ndarray) and not isinstance(value, nn.Parameter):\n",
+                "    if isinstance(value, np.ndarray):\n")],
+    ),
+    dict(
+        grade_id='c09_parameter_containers',
+        mistake='array-not-registered',
+        feedback='a plain array becomes a Parameter, registered under its index string',
+        edits=[("    if isinstance(value, np.ndarray) and not isinstance(value, nn.Parameter):\n"
+                "        value = nn.Parameter(value)\n", "")],
+    ),
+    dict(
+        grade_id='c09_parameter_containers',
+        mistake='plain-dict-unsorted',
+        feedback="ParameterDict inserts a plain dict's keys sorted",
+        edits=[("        for key, parameter in sorted(parameters.items()):",
+                "        for key, parameter in parameters.items():")],
+    ),
+    dict(
+        grade_id='c09_parameter_containers',
+        mistake='moduledict-sorted',
+        feedback="ModuleDict keeps a plain dict's order",
+        edits=[("        for key, module in modules.items():",
+                "        for key, module in sorted(modules.items()):")],
+    ),
+    dict(
+        grade_id='c09_parameter_containers',
+        mistake='ordered-input-sorted',
+        feedback='order kept for ordered inputs',
+        edits=[("    if isinstance(parameters, (OrderedDict, nn.ParameterDict)):\n"
+                "        for key, parameter in parameters.items():\n"
+                "            self[key] = parameter\n"
+                "    elif isinstance(parameters, Mapping):\n"
+                "        for key, parameter in sorted(parameters.items()):\n"
+                "            self[key] = parameter\n"
+                "    else:\n"
+                "        update_from_pairs(self, parameters, \"ParameterDict\")",
+                "    for key, parameter in sorted(dict(parameters).items()):\n"
+                "        self[key] = parameter")],
+    ),
+    dict(
+        grade_id='c09_parameter_containers',
+        mistake='pair-length-unchecked',
+        feedback='has length 1; 2 is required',
+        edits=[("        if len(pair) != 2:\n"
+                "            raise ValueError(f\"{name} update sequence element #{j} has length {len(pair)}; 2 is required\")\n",
+                "")],
+    ),
+    dict(
+        grade_id='c09_parameter_containers',
+        mistake='size-grown-after-store',
+        feedback='append grows _size, then self[new_index] = value',
+        edits=[("    self._size += 1\n    self[new_index] = value\n",
+                "    self[new_index] = value\n    self._size += 1\n")],
+    ),
 ]
