@@ -157,26 +157,23 @@ class SoftmaxBackward0(Node):
 
 def log_softmax(input, dim=None, _stacklevel: int = 3, dtype=None):
     """``log(softmax(x))`` along ``dim``, computed stably (the maximum is subtracted first)."""
-    raw = np.asarray(plain(input)) if dtype is None else np.asarray(plain(input)).astype(dtype)
-    axis = _softmax_axis(dim, raw.ndim, "log_softmax")
-    values = _log_softmax_values(raw, axis)
-    if not _recording(input):
-        return values
-    node = LogSoftmaxBackward0(edges((input,)))
-    node.axis = axis
-    out = result(values, node)
-    save_output(node, out)
-    return out
+    return _normalised(input, dim, dtype, "log_softmax", LogSoftmaxBackward0, _log_softmax_values)
 
 
 def softmax(input, dim=None, _stacklevel: int = 3, dtype=None):
     """``exp(x) / sum(exp(x))`` along ``dim``."""
+    return _normalised(input, dim, dtype, "softmax", SoftmaxBackward0,
+                       lambda raw, axis: np.exp(_log_softmax_values(raw, axis)))
+
+
+def _normalised(input, dim, dtype, name, node_class, values_of):
+    """softmax and log_softmax: values along one axis, and a node that keeps its output for backward."""
     raw = np.asarray(plain(input)) if dtype is None else np.asarray(plain(input)).astype(dtype)
-    axis = _softmax_axis(dim, raw.ndim, "softmax")
-    values = np.exp(_log_softmax_values(raw, axis))
+    axis = _softmax_axis(dim, raw.ndim, name)
+    values = values_of(raw, axis)
     if not _recording(input):
         return values
-    node = SoftmaxBackward0(edges((input,)))
+    node = node_class(edges((input,)))
     node.axis = axis
     out = result(values, node)
     save_output(node, out)
