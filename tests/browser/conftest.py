@@ -39,10 +39,7 @@ def chromium(request):
     if executable is None:
         request.config.stash[NO_CHROMIUM_KEY] = True
         pytest.skip(NO_CHROMIUM)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        yield playwright, executable
+    return request.getfixturevalue("playwright_session"), executable
 
 
 @pytest.fixture

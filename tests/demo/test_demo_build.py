@@ -123,32 +123,29 @@ def test_the_stock_template_would_load_from_cdns():
 
 
 @pytest.mark.browser
-def test_a_deck_renders_offline_in_chromium(tmp_path):
+def test_a_deck_renders_offline_in_chromium(tmp_path, playwright_session):
     """Chromium with every non-file request refused: reveal.js starts and lays out the slides."""
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
         pytest.skip("no Chromium found (Debian: apt-get install -y chromium)")
-    from playwright.sync_api import sync_playwright
-
     deck = _offline_deck(tmp_path)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     refused = []
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium, headless=True,
-                                             args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 800})
-            page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file:")
-                       else (refused.append(route.request.url), route.abort()))
-            page.goto(deck.as_uri())
-            page.wait_for_selector(".reveal.ready", timeout=15_000)
-            assert page.evaluate("Reveal.isReady() && Reveal.getTotalSlides()") >= 3
-            title = page.locator("section.present h1")
-            assert title.text_content().startswith("Chapter 9")
-            assert title.evaluate("h => getComputedStyle(h).textTransform") == "uppercase", "the theme did not load"
-            page.screenshot(path=str(SCREENSHOTS / "offline-deck.png"))
-        finally:
-            browser.close()
+    browser = playwright_session.chromium.launch(executable_path=chromium, headless=True,
+                                                 args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+    try:
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file:")
+                   else (refused.append(route.request.url), route.abort()))
+        page.goto(deck.as_uri())
+        page.wait_for_selector(".reveal.ready", timeout=15_000)
+        assert page.evaluate("Reveal.isReady() && Reveal.getTotalSlides()") >= 3
+        title = page.locator("section.present h1")
+        assert title.text_content().startswith("Chapter 9")
+        assert title.evaluate("h => getComputedStyle(h).textTransform") == "uppercase", "the theme did not load"
+        page.screenshot(path=str(SCREENSHOTS / "offline-deck.png"))
+    finally:
+        browser.close()
     assert refused == [], f"the deck asked the network for {refused}"
 
 

@@ -54,25 +54,22 @@ def learner_lab(course):
         log.close()
 
 
-def test_the_index_opens_unmodified_and_no_news_prompt_shows(learner_lab):
-    from playwright.sync_api import sync_playwright
-
+def test_the_index_opens_unmodified_and_no_news_prompt_shows(learner_lab, playwright_session):
     workspace, page_url = learner_lab
     before = (workspace / INDEX).read_bytes()
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                             args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 900})
-            page.goto(page_url)
-            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
-            # The kernel connects and reports its language_info: that is when a notebook became modified.
-            page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
-            time.sleep(3)  # the news prompt comes a moment after the page loads
-            dirty = page.locator(".lm-TabBar-tab.jp-mod-current.jp-mod-dirty").count()
-            prompts = page.get_by_text(NEWS_PROMPT).count()
-        finally:
-            browser.close()
+    browser = playwright_session.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                                 args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+    try:
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.goto(page_url)
+        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+        # The kernel connects and reports its language_info: that is when a notebook became modified.
+        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
+        time.sleep(3)  # the news prompt comes a moment after the page loads
+        dirty = page.locator(".lm-TabBar-tab.jp-mod-current.jp-mod-dirty").count()
+        prompts = page.get_by_text(NEWS_PROMPT).count()
+    finally:
+        browser.close()
     assert dirty == 0, "opening the index marked it modified"
     assert prompts == 0, "JupyterLab asks about Jupyter news over the index"
     assert (workspace / INDEX).read_bytes() == before
