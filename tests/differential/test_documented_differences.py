@@ -5,7 +5,8 @@ array's dtype in place), there are no devices, Parameter/Buffer are ndarray subc
 and checkpoints are safetensors or .npz + JSON instead of pickles (torch's pickles are read, bfloat16 as float32, but
 never written); backward hooks get plain ndarray gradients; optimizers take arrays that can hold a gradient and do
 not differentiate their step; autograd: plain ndarray gradients and untracked results, a few node names, data
-writes into parameters accepted, writes through plain views unseen, no higher-order gradients.
+writes into parameters accepted, writes through plain views unseen, no higher-order gradients; Parameter() of a
+custom tensor class is a Parameter.
 """
 
 import numpy as np
@@ -203,3 +204,22 @@ def test_no_higher_order_gradients():
         (ours * ours).sum().backward(create_graph=True)
     with pytest.raises(NotImplementedError, match="create_graph=True is not supported"):
         modulecraft.autograd.grad((ours * ours).sum(), ours, create_graph=True)
+
+
+def test_parameter_of_a_custom_tensor_class_is_a_parameter_where_torch_keeps_the_class():
+    """torch marks ``t.detach()`` of a Tensor subclass with ``_is_param`` and keeps its class; ours returns a
+    Parameter (still ``isinstance`` of both torch's and our flag check), so the custom class's methods are lost."""
+    import torch
+
+    from modulecraft import Tensor, nn
+
+    class Custom(torch.Tensor):
+        pass
+
+    class Ours(Tensor):
+        pass
+
+    theirs = torch.nn.Parameter(torch.ones(2).as_subclass(Custom))
+    assert type(theirs) is Custom and isinstance(theirs, torch.nn.Parameter)
+    mine = nn.Parameter(np.ones(2, dtype=np.float32).view(Ours))
+    assert type(mine) is nn.Parameter and isinstance(mine, nn.Parameter)

@@ -63,7 +63,8 @@ class Parameter(Tensor, metaclass=_FlagInstanceCheck):
     ``Parameter(data)`` is a new object sharing memory with ``data`` when it is an ndarray (torch's
     ``Parameter(t)`` is ``t.detach()`` marked as a parameter: never ``t`` itself); anything array-like is
     accepted. ``requires_grad`` defaults to True (floating dtypes only, as torch) and ``grad`` starts as
-    None. The repr starts with ``Parameter containing:`` followed by numpy's repr of the values.
+    None. The repr starts with ``Parameter containing:`` followed by numpy's repr of the values. Unlike torch,
+    which keeps a Tensor subclass's class and only flags it, the result is always a ``Parameter``.
     """
 
     _instance_flag = "_is_param"
