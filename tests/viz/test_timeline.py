@@ -9,15 +9,21 @@ from modulecraft.viz.timeline import BACKWARD_START, FORWARD_END, FORWARD_START,
 from . import models
 
 
+def _logger(log, qualname):
+    """logger(kind, name): a hook named `name` that logs (qualname, kind, name) whatever it is called with."""
+    def logger(kind, name):
+        def hook(*args):
+            log.append((qualname, kind, name))
+        hook.__name__ = name
+        return hook
+    return logger
+
+
 def hooked(fw, log):
     """A nested model with every kind of forward hook on every module, each logging (module, kind, hook)."""
     model = fw.nn.Sequential(fw.nn.Linear(4, 4), fw.nn.Sequential(fw.nn.Linear(4, 2), fw.nn.ReLU()))
     for qualname, module in model.named_modules():
-        def logger(kind, name, qualname=qualname):
-            def hook(*args):
-                log.append((qualname, kind, name))
-            hook.__name__ = name
-            return hook
+        logger = _logger(log, qualname)
         module.register_forward_pre_hook(logger("pre_hook", "pre"))
         module.register_forward_pre_hook(logger("pre_hook", "pre_first"), prepend=True)
         module.register_forward_pre_hook(logger("pre_hook", "pre_kwargs"), with_kwargs=True)
@@ -130,11 +136,7 @@ def backward_hooked(fw, log):
     forward hook each: one trace then holds forward and backward."""
     model = fw.nn.Sequential(fw.nn.Linear(4, 3), fw.nn.Sequential(fw.nn.Linear(3, 2), fw.nn.ReLU()))
     for qualname, module in model.named_modules():
-        def logger(kind, name, qualname=qualname):
-            def hook(*args):
-                log.append((qualname, kind, name))
-            hook.__name__ = name
-            return hook
+        logger = _logger(log, qualname)
         module.register_forward_hook(logger("forward_hook", "fwd"))
         module.register_full_backward_pre_hook(logger("backward_pre_hook", "bpre"))
         module.register_full_backward_hook(logger("backward_hook", "bwd"))
