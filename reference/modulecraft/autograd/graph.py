@@ -156,7 +156,8 @@ class AccumulateGrad(Node):
                                f"{list(grad.shape)} but expected shape compatible with {list(variable.shape)}")
         existing = variable._grad
         if existing is None:
-            variable._grad = np.empty_like(variable, subok=False)
+            # Allocated from a plain view: np.empty_like(variable) would go through Tensor's numpy dispatch.
+            variable._grad = np.empty_like(variable.view(np.ndarray))
             np.copyto(variable._grad, grad, casting="unsafe")
         else:
             np.add(existing, grad, out=existing, casting="unsafe")
