@@ -2,7 +2,7 @@
 
 WRONG_IMPLEMENTATIONS = [
     dict(
-        grade_id='c09_sequential_getitem',
+        grade_id='c09_sequential_indexing',
         mistake='slice-renumbered',
         feedback='a slice returns a new container of the same class, keeping the old keys',
         edits=[
@@ -11,46 +11,40 @@ WRONG_IMPLEMENTATIONS = [
         ],
     ),
     dict(
-        grade_id='c09_sequential_getitem',
+        grade_id='c09_sequential_indexing',
         mistake='slice-copies-modules',
         feedback='holds the same module objects',
-        source='''import copy
-
-def sequential_getitem(self, idx):
-    if isinstance(idx, slice):
-        return self.__class__(OrderedDict(copy.deepcopy(list(self._modules.items())[idx])))
-    size = len(self)
-    idx = operator.index(idx)
-    if not -size <= idx < size:
-        raise IndexError(f"index {idx} is out of range")
-    return list(self._modules.values())[idx % size]''',
-    ),
-    dict(
-        grade_id='c09_sequential_getitem',
-        mistake='lookup-by-key',
-        feedback='negative indices count from the end',
-        source='''def sequential_getitem(self, idx):
-    if isinstance(idx, slice):
-        return self.__class__(OrderedDict(list(self._modules.items())[idx]))
-    if not -len(self) <= idx < len(self):
-        raise IndexError(f"index {idx} is out of range")
-    return self._modules[str(idx)]''',
-    ),
-    dict(
-        grade_id='c09_sequential_getitem',
-        mistake='negative-range-unchecked',
-        feedback="named[-4] on three modules must raise IndexError",
         edits=[
-            ("    if not -size <= idx < size:\n"
-             "        raise IndexError(f\"index {idx} is out of range\")\n"
-             "    return list(self._modules.values())[idx % size]",
-             "    if idx >= size:\n"
-             "        raise IndexError(f\"index {idx} is out of range\")\n"
-             "    return list(self._modules.values())[idx % size]"),
+            ("def sequential_getitem(self, idx):", "import copy\n\ndef sequential_getitem(self, idx):"),
+            ("        return self.__class__(OrderedDict(list(self._modules.items())[idx]))",
+             "        return self.__class__(OrderedDict(copy.deepcopy(list(self._modules.items())[idx])))"),
         ],
     ),
     dict(
-        grade_id='c09_sequential_delitem',
+        grade_id='c09_sequential_indexing',
+        mistake='lookup-by-key',
+        feedback='negative indices count from the end',
+        edits=[
+            ("    size = len(self)\n"
+             "    idx = operator.index(idx)\n"
+             "    if not -size <= idx < size:\n"
+             "        raise IndexError(f\"index {idx} is out of range\")\n"
+             "    return list(self._modules.values())[idx % size]",
+             "    if not -len(self) <= idx < len(self):\n"
+             "        raise IndexError(f\"index {idx} is out of range\")\n"
+             "    return self._modules[str(idx)]"),
+        ],
+    ),
+    dict(
+        grade_id='c09_sequential_indexing',
+        mistake='negative-range-unchecked',
+        feedback="named[-4] on three modules must raise IndexError",
+        edits=[
+            ("    if not -size <= idx < size:\n", "    if idx >= size:\n"),
+        ],
+    ),
+    dict(
+        grade_id='c09_sequential_indexing',
         mistake='no-renumbering',
         feedback='renumber the keys after deleting',
         edits=[
@@ -58,28 +52,30 @@ def sequential_getitem(self, idx):
         ],
     ),
     dict(
-        grade_id='c09_sequential_delitem',
+        grade_id='c09_sequential_indexing',
         mistake='key-from-index',
         feedback='keys and modules left after del s[0:2]',
-        source='''def sequential_delitem(self, idx):
-    if isinstance(idx, slice):
-        idx = idx.start
-    delattr(self, str(idx % len(self)))
-    self._modules = OrderedDict((str(i), module) for i, module in enumerate(self._modules.values()))''',
+        edits=[
+            ("    if isinstance(idx, slice):\n"
+             "        for key in list(self._modules.keys())[idx]:\n"
+             "            delattr(self, key)\n"
+             "    else:\n"
+             "        delattr(self, self._get_item_by_idx(self._modules.keys(), idx))\n",
+             "    if isinstance(idx, slice):\n"
+             "        idx = idx.start\n"
+             "    delattr(self, str(idx % len(self)))\n"),
+        ],
     ),
     dict(
-        grade_id='c09_sequential_delitem',
+        grade_id='c09_sequential_indexing',
         mistake='named-keys-looked-up-by-number',
         feedback='removes the module at that position and renumbers',
-        source='''def sequential_delitem(self, idx):
-    if isinstance(idx, slice):
-        for key in list(self._modules.keys())[idx]:
-            delattr(self, key)
-    else:
-        key = str(idx % len(self))
-        if key in self._modules:
-            delattr(self, key)
-    self._modules = OrderedDict((str(i), module) for i, module in enumerate(self._modules.values()))''',
+        edits=[
+            ("        delattr(self, self._get_item_by_idx(self._modules.keys(), idx))\n",
+             "        key = str(idx % len(self))\n"
+             "        if key in self._modules:\n"
+             "            delattr(self, key)\n"),
+        ],
     ),
     dict(
         grade_id='c09_predict_keys',
@@ -98,6 +94,151 @@ def sequential_getitem(self, idx):
         mistake='deletion-keeps-names',
         feedback='a deletion renumbers every key, names included',
         edits=[('keys_after_del = ["0", "1"]', 'keys_after_del = ["act", "decoder"]')],
+    ),
+    dict(
+        grade_id='c09_sequential_growth',
+        mistake='append-key-off-by-one',
+        feedback='append uses the key str(len(self))',
+        edits=[("    self.add_module(str(len(self)), module)", "    self.add_module(str(len(self) + 1), module)")],
+    ),
+    dict(
+        grade_id='c09_sequential_growth',
+        mistake='append-returns-none',
+        feedback='append returns self',
+        edits=[("    self.add_module(str(len(self)), module)\n    return self\n",
+                "    self.add_module(str(len(self)), module)\n")],
+    ),
+    dict(
+        grade_id='c09_sequential_growth',
+        mistake='append-key-after-last-key',
+        feedback='append uses the key str(len(self))',
+        edits=[("    self.add_module(str(len(self)), module)",
+                "    last = next(reversed(self._modules), \"-1\")\n"
+                "    self.add_module(str(int(last) + 1), module)")],
+    ),
+    dict(
+        grade_id='c09_sequential_growth',
+        mistake='append-type-unchecked',
+        feedback='is not a Module subclass',
+        edits=[("    self.add_module(str(len(self)), module)", "    self._modules[str(len(self))] = module")],
+    ),
+    dict(
+        grade_id='c09_sequential_growth',
+        mistake='extend-returns-none',
+        feedback='extend returns self',
+        edits=[("        self.append(module)\n    return self\n", "        self.append(module)\n")],
+    ),
+    dict(
+        grade_id='c09_sequential_growth',
+        mistake='extend-by-index',
+        feedback='extend accepts any iterable, a generator too',
+        edits=[("    for module in modules:\n        self.append(module)",
+                "    for i in range(len(modules)):\n        self.append(modules[i])")],
+    ),
+    dict(
+        grade_id='c09_sequential_growth',
+        mistake='add-grows-self',
+        feedback='leaves both operands unchanged',
+        edits=[("    return nn.Sequential().extend(self).extend(other)", "    return self.extend(other)")],
+    ),
+    dict(
+        grade_id='c09_sequential_growth',
+        mistake='add-copies-modules',
+        feedback='the same objects (no copies)',
+        edits=[("def sequential_append(self, module):", "import copy\n\ndef sequential_append(self, module):"),
+               ("    return nn.Sequential().extend(self).extend(other)",
+                "    return nn.Sequential().extend(copy.deepcopy(list(self))).extend(copy.deepcopy(list(other)))")],
+    ),
+    dict(
+        grade_id='c09_sequential_growth',
+        mistake='add-keeps-old-keys',
+        feedback="keys that restart at '0'",
+        edits=[("    return nn.Sequential().extend(self).extend(other)",
+                "    return nn.Sequential(OrderedDict([*self._modules.items(), *other._modules.items()]))")],
+    ),
+    dict(
+        grade_id='c09_sequential_growth',
+        mistake='add-order-swapped',
+        feedback='the modules of self, then of other',
+        edits=[("    return nn.Sequential().extend(self).extend(other)",
+                "    return nn.Sequential().extend(other).extend(self)")],
+    ),
+    dict(
+        grade_id='c09_sequential_growth',
+        mistake='add-keeps-subclass',
+        feedback='a plain nn.Sequential()',
+        edits=[("    return nn.Sequential().extend(self).extend(other)",
+                "    return self.__class__().extend(self).extend(other)")],
+    ),
+    dict(
+        grade_id='c09_sequential_growth',
+        mistake='add-returns-notimplemented',
+        feedback='torch raises ValueError itself',
+        source='''def sequential_append(self, module):
+    self.add_module(str(len(self)), module)
+    return self
+
+
+def sequential_extend(self, modules):
+    for module in modules:
+        self.append(module)
+    return self
+
+
+def sequential_add(self, other):
+    if not isinstance(other, nn.Sequential):
+        return NotImplemented
+    return nn.Sequential().extend(self).extend(other)
+
+
+def sequential_iadd(self, other):
+    if not isinstance(other, nn.Sequential):
+        return NotImplemented
+    offset = len(self)
+    for i, module in enumerate(other):
+        self.add_module(str(offset + i), module)
+    return self''',
+    ),
+    dict(
+        grade_id='c09_sequential_growth',
+        mistake='add-type-unchecked',
+        feedback='add operator supports only objects of Sequential class',
+        edits=[("    if not isinstance(other, nn.Sequential):\n"
+                "        raise ValueError(f\"add operator supports only objects of Sequential class, but {type(other)} is given.\")\n"
+                "    return nn.Sequential()",
+                "    return nn.Sequential()")],
+    ),
+    dict(
+        grade_id='c09_sequential_growth',
+        mistake='iadd-returns-new',
+        feedback='Python binds the name to what __iadd__ returns',
+        edits=[("    for i, module in enumerate(other):\n"
+                "        self.add_module(str(offset + i), module)\n"
+                "    return self",
+                "    return nn.Sequential().extend(self).extend(other)")],
+    ),
+    dict(
+        grade_id='c09_sequential_growth',
+        mistake='iadd-returns-none',
+        feedback='+= must return self',
+        edits=[("        self.add_module(str(offset + i), module)\n    return self",
+                "        self.add_module(str(offset + i), module)")],
+    ),
+    dict(
+        grade_id='c09_sequential_growth',
+        mistake='iadd-offset-in-loop',
+        feedback='offset = len(self) taken before the loop',
+        edits=[("    offset = len(self)\n", ""),
+               ("        self.add_module(str(offset + i), module)", "        self.add_module(str(len(self) + i), module)")],
+    ),
+    dict(
+        grade_id='c09_sequential_growth',
+        mistake='iadd-type-unchecked',
+        feedback='+= makes the same type check as +',
+        edits=[("    if not isinstance(other, nn.Sequential):\n"
+                "        raise ValueError(f\"add operator supports only objects of Sequential class, but {type(other)} is given.\")\n"
+                "    offset = len(self)",
+                "    offset = len(self)")],
     ),
     dict(
         grade_id='c09_modulelist_repr',
