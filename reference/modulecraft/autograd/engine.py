@@ -31,7 +31,7 @@ def _checked_replacements(hook, originals, replaced) -> list:
         raise RuntimeError(f"hook '{_hook_name(hook)}' has returned an incorrect number of values (got "
                            f"{len(replaced)}, but expected {len(originals)})")
     for index, (original, value) in enumerate(zip(originals, replaced)):
-        if value is not None:
+        if value is not None and value is not original:  # a gradient handed back unchanged needs no check
             replaced[index] = _checked_replacement(hook, original, value)
     return replaced
 

@@ -64,34 +64,39 @@ class BackwardCFunction(FunctionCtx, Node):
         if self.materialize_grads:
             grads = [np.zeros(shape, dtype) if grad is None else grad
                      for grad, (shape, dtype) in zip(grads, self._output_meta)]
-        name = self.name()
         returned = self._forward_cls.backward(self, *grads)
         returned = returned if isinstance(returned, tuple) else (returned,)
         expected = len(self._input_meta)
-        if len(returned) < expected or any(g is not None for g in returned[expected:]):
-            raise RuntimeError(f"function {name} returned an incorrect number of gradients (expected "
+        if len(returned) != expected and (len(returned) < expected
+                                          or any(g is not None for g in returned[expected:])):
+            raise RuntimeError(f"function {self.name()} returned an incorrect number of gradients (expected "
                                f"{expected}, got {len(returned)})")
         gradients = []
         for index, (grad, meta) in enumerate(zip(returned, self._input_meta)):
             if meta is None:  # an argument that is not a tensor
                 if grad is not None:
-                    raise RuntimeError(f"function {name} returned a gradient different than None at position "
-                                       f"{index + 1}, but the corresponding forward input was not a Variable")
+                    raise RuntimeError(f"function {self.name()} returned a gradient different than None at "
+                                       f"position {index + 1}, but the corresponding forward input was not a "
+                                       "Variable")
                 continue
-            if grad is not None:
-                grad = np.asarray(grad.view(np.ndarray) if isinstance(grad, Tensor) else grad)
-                if grad.shape != meta:
-                    try:
-                        np.broadcast_shapes(grad.shape, meta)
-                        grad = unbroadcast(grad, meta)
-                    except ValueError:
-                        grad = None
-                    if grad is None or grad.shape != meta:
-                        raise RuntimeError(f"Function {name} returned an invalid gradient at index {index} - got "
-                                           f"{list(np.shape(returned[index]))} but expected shape compatible "
-                                           f"with {list(meta)}")
+            if grad is not None and (type(grad) is not np.ndarray or grad.shape != meta):
+                grad = self._conformed(index, grad, meta)
             gradients.append(grad)
         return tuple(gradients)
+
+    def _conformed(self, index: int, grad, shape: tuple) -> np.ndarray:
+        """A gradient returned by backward as a plain array of the input's ``shape`` (summing a broadcast one)."""
+        value = np.asarray(grad.view(np.ndarray) if isinstance(grad, Tensor) else grad)
+        if value.shape != shape:
+            try:
+                np.broadcast_shapes(value.shape, shape)
+                value = unbroadcast(value, shape)
+            except ValueError:
+                value = None
+            if value is None or value.shape != shape:
+                raise RuntimeError(f"Function {self.name()} returned an invalid gradient at index {index} - got "
+                                   f"{list(np.shape(grad))} but expected shape compatible with {list(shape)}")
+        return value
 
 
 class _FunctionMeta(type):
@@ -124,22 +129,24 @@ class Function(metaclass=_FunctionMeta):
     @classmethod
     def apply(cls, *args, **kwargs):
         ctx = cls._backward_cls()
-        tensor_args = [arg for arg in args if isinstance(arg, np.ndarray)]
-        ctx.needs_input_grad = tuple(isinstance(arg, Tensor) and arg._requires_grad for arg in args)
+        ctx.needs_input_grad = tuple([isinstance(arg, Tensor) and arg._requires_grad for arg in args])
         with grad_mode.no_grad():
             if cls.setup_context is Function.setup_context:
                 outputs = cls.forward(ctx, *args, **kwargs)
             else:  # torch 2's style: forward without ctx, then setup_context(ctx, inputs, output)
                 outputs = cls.forward(*args, **kwargs)
                 cls.setup_context(ctx, args, outputs)
-        if not (grad_mode.state.enabled and any(ctx.needs_input_grad)):
+        if not (grad_mode.state.enabled and True in ctx.needs_input_grad):
             return outputs
+        tensor_args = [arg for arg in args if isinstance(arg, np.ndarray)]
         ctx.next_functions = edges(tensor_args)
-        ctx._input_meta = tuple(np.shape(arg) if isinstance(arg, np.ndarray) else None for arg in args)
+        # .shape rather than np.shape, which on a Tensor would go through numpy's dispatch (µs per call).
+        ctx._input_meta = tuple([arg.shape if isinstance(arg, np.ndarray) else None for arg in args])
         several = isinstance(outputs, tuple)
         outputs = outputs if several else (outputs,)
         ctx.num_outputs = len(outputs)
-        ctx._output_meta = tuple((np.shape(out), getattr(out, "dtype", np.float64)) for out in outputs)
+        ctx._output_meta = tuple([(out.shape, out.dtype) if isinstance(out, np.ndarray)
+                                  else (np.shape(out), getattr(out, "dtype", np.float64)) for out in outputs])
         non_differentiable = {id(t) for t in ctx.non_differentiable}
         raw_args = [arg.view(np.ndarray) for arg in tensor_args]  # no numpy dispatch in the checks below
         wrapped = []
@@ -150,7 +157,7 @@ class Function(metaclass=_FunctionMeta):
                 continue
             raw = out.view(np.ndarray)
             recorded = result(raw, ctx, output_nr=output_nr)
-            if any(out is arg for arg in tensor_args) or any(np.may_share_memory(raw, arg) for arg in raw_args):
+            if any(out is arg or np.may_share_memory(raw, raw_arg) for arg, raw_arg in zip(tensor_args, raw_args)):
                 # An input returned as is (or a view of one): the output is a view, which may not be changed
                 # in place while grad mode is on (torch's rule).
                 if isinstance(out, Tensor):
