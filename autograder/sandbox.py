@@ -30,7 +30,6 @@ import fcntl
 import functools
 import os
 import pwd
-import shlex
 import shutil
 import signal
 import stat
@@ -40,11 +39,15 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from queue import Empty
 
 import nbformat
+import zmq
+from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.manager import AsyncKernelManager
 from nbclient.exceptions import DeadKernelError
 from nbgrader.preprocessors import Execute
+from traitlets import default
 from traitlets.config import Config
 
 from . import config as course_config
@@ -230,31 +233,28 @@ class Sandbox:
         """The command that starts `kernel_cmd`'s kernel, forked from this process's forkserver, confined."""
         limits = {"RLIMIT_AS": MEMORY_LIMIT_MB * 2**20, "RLIMIT_FSIZE": FILE_SIZE_LIMIT_MB * 2**20,
                   "RLIMIT_NOFILE": OPEN_FILES_LIMIT, "RLIMIT_CPU": course_config.NOTEBOOK_TIMEOUT, "RLIMIT_CORE": 0}
-        spec = {"limits": limits, "user": None, "namespaces": False, "mounts": ""}
+        spec = {"limits": limits, "user": None, "namespaces": False, "mounts": []}
         if self.as_root:
             limits["RLIMIT_NPROC"] = PROCESS_LIMIT
             spec["user"] = [self.user.pw_uid, self.user.pw_gid]
             if namespaces_available():
-                spec.update(namespaces=True, mounts="set -e\n" + "\n".join(self._mount_commands()))
+                spec.update(namespaces=True, mounts=self._mounts())
         return kernel_server().kernel_command(spec, kernel_cmd)
 
-    def _mount_commands(self) -> list[str]:
+    def _mounts(self) -> list[list[str]]:
         """Rebuild the folders the kernel must not see whole (blocked or shared ones) with only what it needs,
-        then cover what it must not see at all."""
-        commands = []
+        then cover what it must not see at all: the operations `forkserver.mount_all` makes in the kernel."""
+        operations = []
         for n, (folder, children) in enumerate(folders_to_rebuild(kernel_needs())):
             staged = self.stage / str(n)
             options = f"mode=1777,size={FILE_SIZE_LIMIT_MB}m" if folder in PRIVATE else "mode=0755,size=64k"
-            commands += [f"mkdir -p {q(staged)}", f"mount --bind {q(folder)} {q(staged)}",
-                         f"mount -t tmpfs -o {options} modulecraft {q(folder)}"]
+            operations += [["mkdir", staged], ["bind", folder, staged], ["tmpfs", folder, options]]
             for child in sorted(children):
-                make = "mkdir -p" if (folder / child).is_dir() else "touch"
-                commands += [f"{make} {q(folder / child)}", f"mount --bind {q(staged / child)} {q(folder / child)}"]
-            commands.append(f"umount -l {q(staged)}")
-        for path in self.hidden:  # unless already out of sight in a rebuilt folder
-            commands.append(f"if [ -e {q(path)} ]; then mount -t tmpfs -o mode=000,size=4k modulecraft-hidden "
-                            f"{q(path)}; fi")
-        return commands
+                make = "mkdir" if (folder / child).is_dir() else "touch"
+                operations += [[make, folder / child], ["bind", staged / child, folder / child]]
+            operations.append(["detach", staged])
+        operations += [["hide", path] for path in self.hidden]  # unless already out of sight in a rebuilt folder
+        return [[operation, *map(str, args)] for operation, *args in operations]
 
     def start_watchdog(self, pid: int) -> None:
         """Kill the kernel's process group once the notebook time limit has passed."""
@@ -402,10 +402,6 @@ def kernel_server() -> forkserver.Server:
     return _server
 
 
-def q(path) -> str:
-    return shlex.quote(str(path))
-
-
 def blocked_ancestors(needed: list[Path]) -> dict[Path, set[str]]:
     """Folders others cannot traverse (or read, for a needed folder itself) on the way to `needed`,
     each with the names of the entries the kernel needs from it."""
@@ -433,10 +429,47 @@ def folders_to_rebuild(needed: list[Path]) -> list[tuple[Path, set[str]]]:
     return sorted(folders.items(), key=lambda item: len(item[0].parts))
 
 
+class PromptKernelClient(AsyncKernelClient):
+    """jupyter_client's client, ready as soon as its kernel is.
+
+    Its sockets connect before the kernel has bound its own, and ZeroMQ tries again every 100 ms by default:
+    here every 5 ms. And jupyter_client's `wait_for_ready` ends by reading IOPub until no message came for
+    0.2 s. nbclient needs no such flush: it reads only the messages whose parent is the request it sent.
+    Ready here means what jupyter_client checks first: the kernel answered `kernel_info` and IOPub is
+    connected (a message arrived on it, e.g. the kernel's welcome to a new subscriber)."""
+
+    def start_channels(self, *args, **kwargs) -> None:
+        self.context.setsockopt(zmq.RECONNECT_IVL, 5)  # the default of the sockets made next (the manager's own)
+        super().start_channels(*args, **kwargs)
+
+    async def _async_wait_for_ready(self, timeout: float | None = None) -> None:
+        deadline = time.monotonic() + (float("inf") if timeout is None else timeout)
+        while True:
+            self.kernel_info()
+            try:
+                reply = await self.shell_channel.get_msg(timeout=1)
+                if reply["msg_type"] == "kernel_info_reply":
+                    await self.iopub_channel.get_msg(timeout=0.2)
+                    self._handle_kernel_info_reply(reply)
+                    return
+            except Empty:
+                pass
+            if not await self._async_is_alive():
+                raise RuntimeError("Kernel died before replying to kernel_info")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"Kernel didn't respond in {timeout} seconds")
+
+    wait_for_ready = _async_wait_for_ready
+
+
 class SandboxedKernelManager(AsyncKernelManager):
     """A kernel manager that starts every kernel inside a `Sandbox`."""
 
     sandbox: Sandbox | None = None
+
+    @default("client_factory")
+    def _client_factory_default(self) -> type:
+        return PromptKernelClient
 
     async def _async_pre_start_kernel(self, **kw):
         self.sandbox = Sandbox(hidden=[*repository_secrets(), *hidden], data_dir=kw.get("cwd"))
@@ -455,6 +488,10 @@ class SandboxedKernelManager(AsyncKernelManager):
     async def _async_launch_kernel(self, kernel_cmd, **kw):
         await super()._async_launch_kernel(kernel_cmd, **kw)
         self.sandbox.start_watchdog(self.provisioner.process.pid)
+
+    async def _async_wait(self, pollinterval: float = 0.005) -> None:
+        """Wait for the killed kernel's stub to exit, looking every 5 ms (jupyter_client: 100 ms, per notebook)."""
+        await super()._async_wait(pollinterval)
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         await super()._async_cleanup_resources(restart=restart)

@@ -78,7 +78,7 @@ ASKS_FOR_A_KERNEL = """def add(a, b):
     return np.asarray(a) + np.asarray(b)
 import json, socket
 names = [line.split()[-1][1:] for line in open("/proc/net/unix") if "@modulecraft-forkserver-" in line]
-request = {"limits": {}, "user": None, "namespaces": False, "mounts": "", "args": [], "cwd": "/", "env": {}}
+request = {"limits": {}, "user": None, "namespaces": False, "mounts": [], "args": [], "cwd": "/", "env": {}}
 for name in names:
     keeper = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     keeper.connect("\\0" + name)
