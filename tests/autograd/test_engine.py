@@ -43,6 +43,93 @@ def test_a_gradient_shared_by_two_leaves_is_not_aliased():
     assert not np.shares_memory(a.grad, b.grad)
 
 
+def _first_grad_cases(lib):
+    """Ways a leaf's first gradient can arrive, each with the array it might alias (per library)."""
+    Function = torch.autograd.Function if lib is torch else modulecraft.autograd.Function
+    address = (lambda a: a.data_ptr()) if lib is torch else (lambda a: a.__array_interface__["data"][0])
+    aliased = (lambda a, b: a.data_ptr() == b.data_ptr()) if lib is torch else np.shares_memory
+    float64 = torch.float64 if lib is torch else np.float64
+    array = torch.tensor if lib is torch else np.array  # gradients are plain arrays in modulecraft
+    kept = array([5.0, 5.0], dtype=float64)
+    made = []
+
+    class Fresh(Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a * 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            fresh = grad * 2
+            made.append(address(fresh))  # not the array: a reference kept here would make torch copy it
+            return fresh
+
+    class Kept(Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a * 1
+
+        @staticmethod
+        def backward(ctx, grad):
+            return kept
+
+    def leaf():
+        return lib.tensor([1.0, 2.0], dtype=float64, requires_grad=True)
+
+    def fresh():
+        x = leaf()
+        Fresh.apply(x).sum().backward()
+        return address(x.grad) == made.pop()
+
+    def kept_by_the_function():
+        x = leaf()
+        Kept.apply(x).sum().backward()
+        return aliased(x.grad, kept)
+
+    def given_to_backward():
+        x, g = leaf(), array([1.0, 1.0], dtype=float64)
+        x.backward(g)
+        return aliased(x.grad, g)
+
+    def passed_through_unchanged():
+        x, g = leaf(), array([1.0, 1.0], dtype=float64)
+        (x + 0).backward(g)
+        return aliased(x.grad, g)
+
+    def kept_by_a_hook():
+        x, seen = leaf(), []
+        x.register_hook(seen.append)
+        (x * 2).sum().backward()
+        return aliased(x.grad, seen[0])
+
+    return [fresh, kept_by_the_function, given_to_backward, passed_through_unchanged, kept_by_a_hook]
+
+
+@pytest.mark.parametrize("case", range(5))
+def test_the_first_gradient_becomes_grad_without_a_copy_only_when_nothing_else_holds_it(case):
+    """torch adopts ("steals") a leaf's first gradient that no one else references, else copies it."""
+    ours = _first_grad_cases(modulecraft)[case]()
+    theirs = _first_grad_cases(torch)[case]()
+    assert ours == theirs
+    assert ours == (case == 0)
+
+
+def test_a_linear_backward_allocates_the_weight_gradient_once():
+    """The weight's gradient is computed laid out like the weight, then adopted: no second copy at the peak."""
+    import tracemalloc
+
+    layer = modulecraft.nn.Linear(512, 512)
+    loss = layer(modulecraft.tensor(np.ones((4, 512), dtype=np.float32))).sum()
+    tracemalloc.start()
+    try:
+        loss.backward()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert layer.weight.grad.flags.c_contiguous
+    assert peak < 1.25 * layer.weight.nbytes
+
+
 def test_broadcasting_is_undone():
     (x, b, s), (tx, tb, ts) = leaves(np.ones((2, 3)), np.arange(3.0), [[2.0], [3.0]])
     ((x + b) * s).sum().backward()

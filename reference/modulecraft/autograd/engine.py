@@ -136,6 +136,7 @@ def run_backward(roots: Sequence[tuple], root_grads: Sequence, retain_graph: boo
             buffer = buffers[node] = [None] * node.num_outputs
             root_nodes.append(node)
         buffer[output_nr] = grad if buffer[output_nr] is None else buffer[output_nr] + grad
+    grad = None
     dependencies = _dependencies(root_nodes)
     needed = None
     captured = None
@@ -180,6 +181,8 @@ def run_backward(roots: Sequence[tuple], root_grads: Sequence, retain_graph: boo
                 dependencies[nxt] = remaining
                 if remaining == 0:
                     push(ready, (-nxt._sequence_nr, next(tie_breaker), nxt))
+            # From here on only the buffers hold the gradients: AccumulateGrad adopts one no one else holds.
+            grads = grad_inputs = grad = None
     return captured
 
 

@@ -134,9 +134,9 @@ class AccumulateGrad(Node):
     """The node of a leaf that requires grad: adds the gradient it receives into ``variable.grad``.
 
     It runs first among the nodes that are ready (torch gives it the highest priority). The first gradient
-    is copied (the graph may share it with other nodes) into the leaf's own memory layout, as torch lays out
-    ``.grad`` like its parameter (a Linear's weight gradient arrives as a transposed view: kept as it came, the
-    optimizer's in-place updates would walk memory across the grain); later ones are added in place.
+    becomes ``.grad`` as it is when nothing else can see it (see :func:`_adoptable`), as torch "steals" it;
+    otherwise it is copied (it may be the caller's array, kept by a hook, or shared with another node), into
+    the leaf's own memory layout as torch lays out ``.grad`` like its parameter. Later ones are added in place.
     Hooks registered on the leaf tensor run just before, as this node's tensor pre-hooks; its post-accumulate
     hooks run right after the addition.
     """
@@ -156,9 +156,12 @@ class AccumulateGrad(Node):
                                f"{list(grad.shape)} but expected shape compatible with {list(variable.shape)}")
         existing = variable._grad
         if existing is None:
-            # Allocated from a plain view: np.empty_like(variable) would go through Tensor's numpy dispatch.
-            variable._grad = np.empty_like(variable.view(np.ndarray))
-            np.copyto(variable._grad, grad, casting="unsafe")
+            if sys.getrefcount(grad) <= _ENGINE_REFERENCES and _adoptable(grad, variable):
+                variable._grad = grad
+            else:
+                # Allocated from a plain view: np.empty_like(variable) would go through Tensor's numpy dispatch.
+                variable._grad = np.empty_like(variable.view(np.ndarray))
+                np.copyto(variable._grad, grad, casting="unsafe")
         else:
             np.add(existing, grad, out=existing, casting="unsafe")
         if variable._post_accumulate_grad_hooks is not None:
@@ -169,6 +172,26 @@ class AccumulateGrad(Node):
     def _tensor_pre_hooks(self):
         hooks = self.variable._backward_hooks
         return () if hooks is None else [(0, fn) for fn in hooks.values()]
+
+
+# The references to a gradient that AccumulateGrad.backward sees when no one else holds it: the engine's list
+# of the node's incoming gradients, backward's own argument, and sys.getrefcount's argument.
+_ENGINE_REFERENCES = 3
+
+
+def _adoptable(grad: np.ndarray, variable) -> bool:
+    """Whether ``grad``, referenced by the engine alone, may become ``variable.grad`` without a copy.
+
+    torch adopts a gradient that no other tensor uses and that is laid out like the variable. A numpy
+    gradient may also be a view (``TBackward0`` returns ``grad.T``): then the array owning the memory must
+    be referenced by that view alone, else a later in-place ``+=`` into ``.grad`` would change another array.
+    """
+    if type(grad) is not np.ndarray or not grad.flags.writeable or grad.dtype != variable.dtype \
+            or grad.strides != variable.strides:
+        return False
+    owner = grad.base
+    # The owner's references: the view's, this variable's and sys.getrefcount's argument.
+    return owner is None or (type(owner) is np.ndarray and owner.base is None and sys.getrefcount(owner) <= 3)
 
 
 def weak_accumulator(variable) -> AccumulateGrad:

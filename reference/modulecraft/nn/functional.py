@@ -16,7 +16,7 @@ import numpy as np
 from modulecraft.autograd import grad_mode
 from modulecraft.autograd.graph import Node
 from modulecraft.autograd.ops.elementwise import unbroadcast
-from modulecraft.autograd.ops.linalg import MmBackward0
+from modulecraft.autograd.ops.linalg import MmBackward0, mm_gradients
 from modulecraft.autograd.tensor import (NO_EDGE, Tensor, edges, is_tracked, plain, rebase_in_place, result, save,
                                          save_output)
 from modulecraft.nn import init
@@ -51,8 +51,7 @@ class AddmmBackward0(Node):
         inputs, weight_t = self.saved_values()
         (bias, _), (input_edge, _), (weight_edge, _) = self.next_functions
         return (unbroadcast(grad, self.bias_shape) if bias is not None else None,
-                grad @ weight_t.T if input_edge is not None else None,
-                inputs.T @ grad if weight_edge is not None else None)
+                *mm_gradients(grad, inputs, weight_t, input_edge is not None, weight_edge is not None))
 
 
 def linear(input, weight, bias=None):

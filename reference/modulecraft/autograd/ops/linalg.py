@@ -14,7 +14,26 @@ from modulecraft.autograd.ops.elementwise import unbroadcast
 from modulecraft.autograd.ops.registry import UFUNCS, implements
 from modulecraft.autograd.tensor import edges, result, save
 
-__all__ = []
+__all__ = ["mm_gradients"]
+
+
+def _column_major(matrix: np.ndarray) -> bool:
+    return matrix.flags.f_contiguous and not matrix.flags.c_contiguous
+
+
+def mm_gradients(grad, a, b, first: bool, second: bool) -> tuple:
+    """The gradients of ``a @ b`` (2-D) for the operands that need one (``first``, ``second``).
+
+    As torch does, an operand stored column-major (such as ``weight.T`` in ``linear``) gets its gradient
+    column-major too: ``(grad.T @ a).T`` rather than ``a.T @ grad``, the same values. Then the gradient of
+    ``weight`` itself, one transpose further, is laid out like ``weight`` and can become its ``.grad`` as is.
+    """
+    grad_a = grad_b = None
+    if first:
+        grad_a = (b @ grad.T).T if _column_major(a) else grad @ b.T
+    if second:
+        grad_b = (grad.T @ a).T if _column_major(b) else a.T @ grad
+    return grad_a, grad_b
 
 
 class MmBackward0(Node):
@@ -23,7 +42,7 @@ class MmBackward0(Node):
     def backward(self, grad):
         a, b = self.saved_values()
         (first, _), (second, _) = self.next_functions
-        return (grad @ b.T if first is not None else None), (a.T @ grad if second is not None else None)
+        return mm_gradients(grad, a, b, first is not None, second is not None)
 
 
 class DotBackward0(Node):
