@@ -196,3 +196,88 @@ def test_a_regrade_keeps_nbgrader_s_rule_for_grades_a_person_gave(make_toy_cours
         flags = {g.name: (g.needs_manual_grade, g.manual_score, g.auto_score)
                  for g in gb.find_submission_notebook("90_toy", "90_toy", "ada").grades}
     assert flags == {"test_add": (True, 1.0, 2.0), "test_scale": (False, None, 3.0)}
+
+
+# -- the deployment snippets of course/INSTRUCTORS.md, built without a cluster -----------------------------------
+def instructors_snippet(heading: str) -> str:
+    """The first Python block after `heading` in the instructor's guide: the test runs what the guide shows."""
+    text = (REPO_ROOT / "course" / "INSTRUCTORS.md").read_text()
+    start = text.index("```python\n", text.index(heading)) + len("```python\n")
+    return text[start:text.index("```", start)]
+
+
+class CourseThatRecords:
+    """Stands in for `Course` in the snippets: records the grading run instead of grading."""
+
+    runs: list[tuple[str, dict]] = []
+
+    def __init__(self, root):
+        self.root = root
+
+    def grade(self, **options):
+        self.runs.append((self.root, options))
+        return grading.GradingReport([])
+
+
+def test_the_slurm_snippet_starts_one_thread_workers_with_the_checkouts_python(monkeypatch):
+    jobqueue = pytest.importorskip("dask_jobqueue", reason="the test extra installs dask-jobqueue")
+    scripts = []
+
+    class SLURMClusterWithoutSlurm(jobqueue.SLURMCluster):
+        def scale(self, jobs):  # the job script is read, not submitted
+            scripts.extend([self.job_script()] * jobs)
+
+    monkeypatch.setattr(jobqueue, "SLURMCluster", SLURMClusterWithoutSlurm)
+    monkeypatch.setattr("autograder.course.Course", CourseThatRecords)
+    monkeypatch.setattr(CourseThatRecords, "runs", [])
+    exec(instructors_snippet("**Slurm**"), {})
+
+    [(root, options)] = CourseThatRecords.runs
+    assert root == ".grading" and len(scripts) == 40
+    lines = scripts[0].splitlines()
+    assert "#SBATCH --cpus-per-task=1" in lines
+    worker = next(line.split() for line in lines if "dask_worker" in line)
+    assert lines.index("cd /path/to/modulecraft") < lines.index(" ".join(worker))
+    assert worker[:4] == [".venv/bin/python", "-m", "distributed.cli.dask_worker", options["scheduler"]]
+    assert worker.count("--nthreads") == 1 and worker[worker.index("--nthreads") + 1] == "1"
+    assert worker[worker.index("--local-directory") + 1] == "$TMPDIR"
+    help_text = subprocess.run([sys.executable, "-m", "distributed.cli.dask_worker", "--help"],
+                               capture_output=True, text=True, check=True).stdout
+    assert "--nthreads" in help_text and "--local-directory" in help_text
+
+
+def test_the_kubernetes_snippet_runs_dask_commands_the_virtualenv_has(monkeypatch):
+    operator = pytest.importorskip("dask_kubernetes.operator", reason="the test extra installs dask-kubernetes")
+    yaml = pytest.importorskip("yaml")
+    specs = []
+
+    class KubeClusterWithoutKubernetes:
+        scheduler_address = "tcp://modulecraft-grading-scheduler:8786"
+
+        def __init__(self, custom_cluster_spec):
+            specs.append(custom_cluster_spec)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    monkeypatch.setattr(operator, "KubeCluster", KubeClusterWithoutKubernetes)
+    monkeypatch.setattr("autograder.course.Course", CourseThatRecords)
+    monkeypatch.setattr(CourseThatRecords, "runs", [])
+    exec(instructors_snippet("**Kubernetes**"), {})
+
+    [spec] = specs
+    assert yaml.safe_load(yaml.safe_dump(spec)) == spec  # a resource kubectl would take as it is
+    assert (spec["apiVersion"], spec["kind"]) == ("kubernetes.dask.org/v1", "DaskCluster")
+    [worker] = spec["spec"]["worker"]["spec"]["containers"]
+    [scheduler] = spec["spec"]["scheduler"]["spec"]["containers"]
+    assert worker["args"][:2] == ["dask", "worker"] and scheduler["args"][:2] == ["dask", "scheduler"]
+    assert worker["args"].count("--nthreads") == 1 and worker["args"][worker["args"].index("--nthreads") + 1] == "1"
+    assert worker["resources"]["limits"]["cpu"] == "1" and spec["spec"]["worker"]["replicas"] == 20
+    [(root, options)] = CourseThatRecords.runs
+    assert root == ".grading" and options["scheduler"] == KubeClusterWithoutKubernetes.scheduler_address
+    dask = Path(sys.executable).parent / "dask"
+    for command in (["worker", "--help"], ["scheduler", "--help"]):
+        assert subprocess.run([dask, *command], capture_output=True).returncode == 0, command
