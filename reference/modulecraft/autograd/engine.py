@@ -61,7 +61,7 @@ def _call_node(node: Node, grads: list) -> tuple:
     """Run ``node`` on the gradients of its outputs with all its hooks; return one gradient per edge."""
     tables = node._hook_tables
     _run_tensor_pre_hooks(node, grads)
-    if tables is not None:
+    if tables is not None and (tables.retains_grad or tables.pre_hooks):
         for output_nr, tensor_ref in tables.retains_grad.items():
             tensor = tensor_ref()
             if tensor is not None and grads[output_nr] is not None:

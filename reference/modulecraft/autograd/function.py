@@ -164,9 +164,9 @@ class Function(metaclass=_FunctionMeta):
                     recorded._vc = version_counter(out)
                 recorded._function_output = (output_nr, cls.__name__)
             wrapped.append(recorded)
-        saved = tuple(ctx.to_save)
-        ctx._saved = saved
-        ctx._versions = tuple((counter, counter[0]) for counter in
-                              (version_counter(t) for t in saved if isinstance(t, Tensor)))
-        ctx.__dict__.pop("to_save", None)
+        saved = ctx._saved = tuple(ctx.to_save)
+        if saved:
+            ctx._versions = tuple((counter, counter[0]) for counter in
+                                  (version_counter(t) for t in saved if isinstance(t, Tensor)))
+            del ctx.to_save
         return tuple(wrapped) if several else wrapped[0]

@@ -106,7 +106,7 @@ class BackwardHook:
 
     @staticmethod
     def _unpack_none(indices, values) -> tuple:
-        return tuple(values[index] for index in indices)
+        return tuple([values[index] for index in indices])
 
     def _set_user_hook(self, grad_fn) -> None:
         def hook(grad_input, _):
@@ -132,16 +132,10 @@ class BackwardHook:
         Returns ``args`` with those arrays replaced, and their positions; ``(args, None)`` when none of them
         requires grad or grad mode is off (nothing will flow back through them).
         """
-        tensors_idx = []
-        tensors = []
-        requires_grad = False
-        for index, arg in enumerate(args):
-            if isinstance(arg, np.ndarray):
-                tensors_idx.append(index)
-                tensors.append(arg)
-                # A plain ndarray is a tensor that does not require grad (and has no grad_fn).
-                requires_grad = requires_grad or getattr(arg, "requires_grad", False)
-        if not (requires_grad and grad_mode.state.enabled):
+        tensors_idx = [index for index, arg in enumerate(args) if isinstance(arg, np.ndarray)]
+        tensors = [args[index] for index in tensors_idx]
+        # A plain ndarray is a tensor that does not require grad (and has no grad_fn).
+        if not (grad_mode.state.enabled and any(getattr(arg, "requires_grad", False) for arg in tensors)):
             return args, None
         new_tensors = _backward_hook_function().apply(*tensors)
         for tensor in new_tensors:
