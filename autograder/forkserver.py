@@ -28,10 +28,13 @@ MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 8, 1 << 12, 
 MNT_DETACH = 2
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 4, 24, 38
 RELAYED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
-# What every chapter's kernel imports; debugpy is blocked: ipykernel would import it (and its pydevd) at start-up,
-# a third of its import time, for a debugger nobody attaches to a grading kernel.
-PRELOAD = ("ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.zmqshell", "numpy", "modulecraft.nn",
-           "modulecraft.checks", "modulecraft.viz", "autograder.guard", "autograder.selfcheck")
+# What every chapter's kernel imports, and what IPKernelApp.initialize imports (its magics, debugger, tornado
+# queues: 8 ms a kernel); debugpy is blocked: ipykernel would import it (and its pydevd) at start-up, a third of
+# its import time, for a debugger nobody attaches to a grading kernel.
+PRELOAD = ("ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.zmqshell", "ipykernel.debugger",
+           "IPython.core.debugger", "IPython.core.completerlib", "IPython.extensions.storemagic", "tornado.queues",
+           "tornado.platform.asyncio", "cProfile", "faulthandler", "numpy", "modulecraft.nn", "modulecraft.checks",
+           "modulecraft.viz", "autograder.guard", "autograder.selfcheck")
 REQUEST_LIMIT = 1 << 20
 
 

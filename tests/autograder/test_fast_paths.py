@@ -44,6 +44,18 @@ def test_metadata_validation_gives_the_stock_verdict(metadata, monkeypatch):
     assert (expected is None) == (metadata is VALID)
 
 
+def test_the_gradebook_s_engine_and_table_check_are_made_once_per_database(tmp_path, monkeypatch):
+    from nbgrader.api import Gradebook
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")  # alembic
+    tuning.apply()
+    first, other = (f"sqlite:///{tmp_path / name}" for name in ("first.db", "other.db"))
+    with Gradebook(first, "course") as gb:  # the first open creates the tables, as stock nbgrader's does
+        gb.add_assignment("ps1")
+    with Gradebook(first, "course") as again, Gradebook(other, "course") as elsewhere:
+        assert again.engine is Gradebook(first, "course").engine and elsewhere.engine is not again.engine
+        assert [a.name for a in again.assignments] == ["ps1"] and elsewhere.assignments == []
+
+
 SHOWS_KERNEL = """def add(a, b):
     return np.asarray(a) + np.asarray(b)
 import os, random, sys
