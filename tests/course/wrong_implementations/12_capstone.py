@@ -204,4 +204,29 @@ WRONG_IMPLEMENTATIONS = [
              '    model.load_state_dict(modulecraft.load(folder / "model.safetensors"), strict=False)\n'),
         ],
     ),
+    dict(
+        grade_id='c12_checkpoint',
+        mistake='save-not-written',
+        feedback='the files save_checkpoint(model, optimizer, folder) writes in folder',
+        edits=[
+            ('    folder = Path(folder)\n'
+             '    modulecraft.save(model.state_dict(), folder / "model.safetensors")\n'
+             '    state = optimizer.state_dict()\n'
+             '    flat = {"param_groups": state["param_groups"]}\n'
+             '    for index, values in state["state"].items():\n'
+             '        for name, value in values.items():\n'
+             '            flat[f"state.{index}.{name}"] = value\n'
+             '    modulecraft.save(flat, folder / "optimizer.safetensors")\n',
+             '    raise NotImplementedError\n'),
+        ],
+    ),
+    dict(
+        grade_id='c12_checkpoint',
+        mistake='writes-nothing',
+        feedback='Got:      no file',
+        edits=[
+            ('    modulecraft.save(model.state_dict(), folder / "model.safetensors")\n', ""),
+            ('    modulecraft.save(flat, folder / "optimizer.safetensors")\n', ""),
+        ],
+    ),
 ]
