@@ -2,7 +2,8 @@
 
 Run: ``.venv/bin/python benchmarks/bench_training.py [--quick]``. Both libraries run single-threaded (the BLAS
 thread variables are set before numpy loads; ``torch.set_num_threads(1)``), take turns within each repeat, and
-each time is the best of the repeats. Printed: the time per operation for each library and the ratio
+each time is the best of the repeats: many short ones (a few ms each), so that on a shared machine the best
+of them is likely to have run undisturbed, for both libraries alike. Printed: the time per operation for each library and the ratio
 modulecraft / torch, with the targets of issue 13 (a training step of a 784-256-10 MLP at batch 128 ≤ 1.5×; of a
 50-layer width-16 MLP at batch 8, where Python overhead dominates, ≤ 1.0×; the extra cost of a full backward hook
 ≤ 1.0×). Then the memory a backward pass allocates above what was live before it (its peak): for modulecraft
@@ -124,10 +125,10 @@ def _torch_peak(run: Callable[[], None]) -> int:
 DEEP = [16] * 51  # 50 Linear layers of width 16
 
 TIMED = {  # name -> (what to build from a Library, operations per timing, target ratio)
-    "training step, 784-256-10 MLP, batch 128": (lambda lib: lib.training_step([784, 256, 10], 128), 20, 1.5),
-    "training step, 50-layer width-16 MLP, batch 8": (lambda lib: lib.training_step(DEEP, 8), 20, 1.0),
-    "Linear(4, 4) call + backward": (lambda lib: lib.hooked_call(False), 500, None),
-    "the same with a full backward hook": (lambda lib: lib.hooked_call(True), 500, None),
+    "training step, 784-256-10 MLP, batch 128": (lambda lib: lib.training_step([784, 256, 10], 128), 4, 1.5),
+    "training step, 50-layer width-16 MLP, batch 8": (lambda lib: lib.training_step(DEEP, 8), 4, 1.0),
+    "Linear(4, 4) call + backward": (lambda lib: lib.hooked_call(False), 100, None),
+    "the same with a full backward hook": (lambda lib: lib.hooked_call(True), 100, None),
 }
 
 
@@ -135,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats (a smoke run, noisier numbers)")
     args = parser.parse_args(argv)
-    repeat = 2 if args.quick else 7
+    repeat = 2 if args.quick else 35
 
     import torch
 
