@@ -151,14 +151,21 @@ def write_folder(folder: Path, files: dict[str, bytes]) -> None:
         path.write_bytes(content)
 
 
+# nbgrader's steps that only write the gradebook: the coordinator runs them against the real one (`Recorder`).
+REPLAYED_BY_THE_COORDINATOR = ("nbgrader.preprocessors.SaveAutoGrades", "nbgrader.preprocessors.AssignLatePenalties")
+
+
 def nbgrader_api(root, course_id: str = course_config.COURSE_ID, *, grading: bool = False) -> NbGraderAPI:
-    """nbgrader's API on grading folder `root`; with `grading`, our sandbox and tamper guard are plugged in."""
+    """nbgrader's API on grading folder `root`; with `grading`, our sandbox and tamper guard are plugged in, and
+    the steps the coordinator replays are left out (their writes to the scratch gradebook were thrown away)."""
     _put_our_scripts_on_path()
     cfg = course_config.nbgrader_config(root, course_id)
     if grading:
         tuning.apply()
         cfg.merge(integrity.autograde_config())
         cfg.merge(sandbox.autograde_config())
+        cfg.Autograde.autograde_preprocessors = [step for step in cfg.Autograde.autograde_preprocessors
+                                                 if step not in REPLAYED_BY_THE_COORDINATOR]
     return NbGraderAPI(coursedir=CourseDirectory(config=cfg), config=cfg)
 
 
