@@ -156,7 +156,7 @@ class AccumulateGrad(Node):
                                f"{list(grad.shape)} but expected shape compatible with {list(variable.shape)}")
         existing = variable._grad
         if existing is None:
-            if sys.getrefcount(grad) <= _ENGINE_REFERENCES and _adoptable(grad, variable):
+            if sys.getrefcount(grad) <= _UNSHARED_GRADIENT and _adoptable(grad, variable):
                 variable._grad = grad
             else:
                 # Allocated from a plain view: np.empty_like(variable) would go through Tensor's numpy dispatch.
@@ -174,9 +174,27 @@ class AccumulateGrad(Node):
         return () if hooks is None else [(0, fn) for fn in hooks.values()]
 
 
-# The references to a gradient that AccumulateGrad.backward sees when no one else holds it: the engine's list
-# of the node's incoming gradients, backward's own argument, and sys.getrefcount's argument.
-_ENGINE_REFERENCES = 3
+def _counts_when_unshared() -> tuple[int, int]:
+    """What sys.getrefcount reports for an array no one else holds, in the pattern of AccumulateGrad.backward
+    (a gradient held by the engine's list of a node's incoming gradients: 3 on Python 3.11, for that list,
+    the argument and getrefcount's own) and of _adoptable (the array owning a view's memory, held by that view).
+
+    Measured once rather than written down: how an argument is counted differs between Python versions (3.10
+    also counts the caller's stack; newer versions may borrow references).
+    """
+    def gradient(grad):
+        grad = np.asarray(grad)
+        return sys.getrefcount(grad)
+
+    def owner(view):
+        owner = view.base
+        return sys.getrefcount(owner)
+
+    incoming = [np.empty(1)]
+    return gradient(incoming[0]), owner(np.empty(2)[:1])
+
+
+_UNSHARED_GRADIENT, _UNSHARED_OWNER = _counts_when_unshared()
 
 
 def _adoptable(grad: np.ndarray, variable) -> bool:
@@ -190,8 +208,8 @@ def _adoptable(grad: np.ndarray, variable) -> bool:
             or grad.strides != variable.strides:
         return False
     owner = grad.base
-    # The owner's references: the view's, this variable's and sys.getrefcount's argument.
-    return owner is None or (type(owner) is np.ndarray and owner.base is None and sys.getrefcount(owner) <= 3)
+    return owner is None or (type(owner) is np.ndarray and owner.base is None
+                             and sys.getrefcount(owner) <= _UNSHARED_OWNER)
 
 
 def weak_accumulator(variable) -> AccumulateGrad:
