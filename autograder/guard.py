@@ -6,39 +6,62 @@ the grader evidence that code in the kernel cannot counterfeit without being cau
 - The grader's first cell calls `install()`, before any student code. It reads a per-notebook key from a file
   the grader put in the kernel's folder (and deletes it), and registers an audit hook (`sys.addaudithook`:
   Python code cannot remove or replace it) that holds the key and every snapshot in its closure. Nothing else
-  refers to them: there is no guard object in the notebook's namespace.
+  refers to them: there is no guard object in the notebook's namespace. What the hook runs (its constants,
+  which are frozen, the checks' methods, the test for process memory) is bound when it is made: replacing a
+  name of this module or a method of its classes, even for a moment, changes nothing the hook does, and is
+  reported by the next cell event.
 - Cells are talked to the hook through `sys.audit("modulecraft.guard", what, nonce)`. Before each test cell,
   "verify" prints one line `modulecraft-guard <nonce> ok|tampered: <what> <hmac>`; each test cell ends with a
-  "passed" call that prints `modulecraft-guard <nonce> passed <hmac>`, reached only if no statement of the test
-  raised. The grader scores a test cell as failed unless its own signed "passed" line is there, whatever else
-  the cell printed, displayed or hid (`integrity.CollectGuard`).
+  "passed" call that checks again (a patch that a thread, a callback or a timer would undo after the test is
+  still in place there) and prints `modulecraft-guard <nonce> passed|tampered: <what> <hmac>`, reached only if
+  no statement of the test raised. The grader scores a test cell as failed unless its own signed "passed" line
+  is there, whatever else the cell printed, displayed or hid (`integrity.CollectGuard`).
 - What could reach the key (the garbage collector's object lists, other threads' frames, trace and profile
   functions, ctypes' audited memory access, /proc/*/mem; and frames or code objects while the hook runs student
   code, e.g. an `__eq__` it probes) is refused, and the hook forgets its key first: from then on nothing is
   signed, so the grader holds the submission for review. The key is held by OpenSSL's HMAC object (C), whose
   methods student code cannot patch.
 
-Hidden tests must not reach the learner: right after each test cell (IPython's post_run_cell event), the
-guard removes its text from the kernel's input history (`In`, `_ih`, `_i*`, the history manager) and from
-linecache; and code of the notebook that looks at frames or code objects while a test cell runs
-(`sys._getframe`, `inspect.currentframe`, `traceback.extract_stack`, a traceback's frames, a generator's
-frame, a function's `__code__`) is reported.
-The grader also removes outputs that quote hidden tests (`integrity`, `feedback`).
+Hidden tests must not reach the learner, not even while they run: once a test cell is in the history and
+compiled, and before its first line runs (an AST transformer, the last step IPython takes before running a
+cell; and IPython's pre_run_cell event for the cell's ExecutionInfo), the guard removes its text from everywhere
+the kernel keeps the running cell's text: the input history (`In`, `_ih`, `_i*`, the history manager's lists,
+cache and `_i00`), the ExecutionInfo (`displayhook.exec_result`, later `last_execution_result`), the request
+that carried it (`kernel.get_parent()`, `shell.parent_header`) and linecache (so the instructor's traceback of a
+failing test cell shows no source lines). Code of the notebook that looks at frames or code objects while a
+test cell runs (`sys._getframe`, `inspect.currentframe`, `traceback.extract_stack`, a traceback's frames, a
+generator's frame, a function's `__code__`) is reported. The grader also removes outputs that quote hidden
+tests (`integrity`, `feedback`).
 
-"verify" reports as tampering: replaced builtins, numpy functions, `modulecraft.checks` helpers, `sys` hooks
-and modules; changed methods of the classes IPython, ipykernel, modulecraft and this guard run on (class level)
-and of their live objects (instance level); IPython's cell rewriting and exception hooks; another audit hook;
-changed code of library functions; and classes created since `install()` whose instances compare equal to
-values they cannot know (always-equal objects, whatever their names).
+"verify" and "passed" report as tampering: replaced builtins, numpy functions, `modulecraft.checks` helpers,
+`sys` hooks and modules; changed methods of the classes IPython, ipykernel, modulecraft and this guard run on
+(class level) and of their live objects (instance level); IPython's cell rewriting and exception hooks and
+pre/post-run callbacks; another audit hook; changed code of library functions; what can run code later at a
+time of its own: `gc.callbacks`, a Python signal handler (which also receives the running frame), a thread the
+notebook started that is still running; a ctypes union made by the notebook; and classes created since
+`install()` whose instances compare equal to values they cannot know (always-equal objects, whatever their
+names; a comparison answering None, as typing stubs do, is no answer).
 
-Limits (CPython cannot confine code within one process): a patch that student code makes and undoes within one
-test cell, between two checks, is not seen; and ctypes, which numpy has already imported, reads and writes any
-memory through calls CPython does not audit (`ctypes.memmove`, `ctypes.cast`, unions of pointers), so code
-written to find the key in memory could sign a forged verdict.
+Limits (CPython cannot confine code within one process):
+- A patch that student code makes and undoes within one test cell, between two checks, is not seen (e.g. a
+  replaced `np.allclose` that puts the original back when it is called); nor a thread started with `_thread`
+  directly, or one of a class claiming a library's module name; nor an always-equal class that the notebook
+  lets the garbage collector take (`gc.collect()`) before the next check; nor a `__ne__` answering None.
+- ctypes, which numpy has already imported, reads and writes any memory through calls CPython 3.11 does not
+  audit (`ctypes.memmove`, `ctypes.cast`, `c_char_p(address).value`, a union of a pointer and an int; only
+  `string_at`, `from_address`, `addressof` and `PyObj_FromPtr` are audited and refused, and unions reported),
+  so code written to find the key in memory could sign a forged verdict. Only a kernel process that never
+  loaded `_ctypes` is safe from this; `install()` works in one (without the cell-deadline timer).
+- The "after" and "before" cell events can be raised by the notebook's own code, which can end the frame
+  watch of a test early.
 """
+import ast
 import builtins
+import gc
 import os
+import signal
 import sys
+import threading
 import types
 
 MARK = "modulecraft-guard"
@@ -56,12 +79,18 @@ WATCHED_SYS = ("settrace", "setprofile", "audit", "modules")
 TRUSTED_PACKAGES = ("IPython", "ipykernel", "jupyter_client", "comm", "zmq", "traitlets", "modulecraft",
                     "autograder")
 # What reaches the guard's frames, closures or memory at any time, and what does while it runs student code.
-EXPOSING = {"gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._current_frames", "sys.settrace",
-            "sys.setprofile", "ctypes.dlopen", "ctypes.dlsym", "ctypes.dlsym/handle", "ctypes.string_at",
-            "ctypes.wstring_at", "ctypes.cdata", "ctypes.cdata/buffer", "ctypes.addressof"}
-EXPOSING_WHILE_ACTIVE = {"sys._getframe", "object.__getattr__"}
+# Frozen, and bound by the hook when it is made: names of this module can be replaced (and put back before the
+# next check), what the hook holds cannot.
+EXPOSING = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._current_frames",
+                      "sys.settrace", "sys.setprofile", "ctypes.dlopen", "ctypes.dlsym", "ctypes.dlsym/handle",
+                      "ctypes.string_at", "ctypes.wstring_at", "ctypes.cdata", "ctypes.cdata/buffer",
+                      "ctypes.addressof", "ctypes.PyObj_FromPtr"})
+EXPOSING_WHILE_ACTIVE = frozenset({"sys._getframe", "object.__getattr__"})
 FRAME_WRAPPERS = ("inspect", "traceback")  # modules through which a cell commonly reaches frames
-CODE_ATTRIBUTES = {"__code__", "__defaults__", "__kwdefaults__"}
+CODE_ATTRIBUTES = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
+# Checked before each test cell and again at its end, before "passed" is signed: a patch that a thread, a
+# callback or a timer would undo after the test's checks is still there at its end.
+CHECKED_AT = frozenset({"verify", "passed"})
 IMMUTABLE_TYPE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE: classes nobody can patch
 
 
@@ -79,29 +108,52 @@ def install(cell_deadline=None):
         os.unlink(KEY_FILE)
     except OSError:
         key = None  # not graded by our grader (e.g. run by hand): nothing will be signed
-    if cell_deadline:
-        _stop_cells_after(cell_deadline)
-    if _shell() is not None:
-        _shell().events.register("post_run_cell", _after_cell)
-    checks = _Checks()
+    interrupt = _stop_cells_after(cell_deadline) if cell_deadline else None
+    shell = _shell()
+    if shell is not None:
+        shell.events.register("pre_run_cell", _before_cell)
+        shell.ast_transformers.append(_BeforeRun())
+        shell.events.register("post_run_cell", _after_cell)
+    checks = _Checks(interrupt)
     sign = _hashlib.hmac_new(key, digestmod="sha256") if key else None
     sys.addaudithook(_hook(sign, checks, sys.stdout.write, sys.stdout.flush))
 
 
+def _before_cell(info):
+    """IPython's pre_run_cell: the cell's ExecutionInfo (which holds its text) is about to be made."""
+    sys.audit(EVENT, "before", info, "")
+
+
+class _BeforeRun(ast.NodeTransformer):
+    """Called by IPython once a cell is in the history and linecache and compiled, just before it runs."""
+
+    def visit(self, node):
+        sys.audit(EVENT, "before", None, "")
+        return node
+
+
 def _after_cell(*_):
-    sys.audit(EVENT, "after", "", "")
+    sys.audit(EVENT, "after", None, "")
 
 
 def _hook(sign, checks, write, flush):
     """The audit hook: the only holder of the signing key (inside `sign`) and of the snapshots (`checks`)."""
-    state = {"sign": sign, "active": False, "lost": None, "test": None, "inspecting": False}
+    state = {"sign": sign, "active": False, "lost": None, "test": None, "running": False, "inspecting": False}
+    # What the hook runs, bound now: the notebook can replace this module's names and its classes' methods
+    # (and put them back before the next check), not what the closure holds. The checks report such changes.
+    mark, event_name, exposing, while_active, code_attributes, checked_at, is_process_memory = (
+        MARK, EVENT, EXPOSING, EXPOSING_WHILE_ACTIVE, CODE_ATTRIBUTES, CHECKED_AT, _is_process_memory)
+    problems_now, scrub, snapshot, guard_changes, from_a_cell, found = (
+        checks.problems, checks.scrub, checks.snapshot, checks.guard_changes, checks.called_from_a_cell,
+        checks.found)
+    collecting, stop_collecting, collect_again = gc.isenabled, gc.disable, gc.enable
 
     def drop_key(why):
         state["sign"] = None
         state["lost"] = state["lost"] or why
 
     def report(nonce, verdict):
-        line = f"{MARK} {nonce} {verdict}"
+        line = f"{mark} {nonce} {verdict}"
         if state["sign"] is None:
             line += f" unsigned: the guard's key was dropped after {state['lost'] or 'an unknown event'}"
         else:
@@ -112,46 +164,61 @@ def _hook(sign, checks, write, flush):
         write(line + "\n")
         flush()
 
+    def cell_event(what, nonce, args):
+        """What a guard cell, a test cell's last line or IPython (before and after a cell) asks for."""
+        found.extend(problem for problem in guard_changes() if problem not in found)
+        if what in ("verify", "passed"):
+            problems = problems_now() if what in checked_at else []
+            clean = "ok" if what == "verify" else "passed"
+            report(nonce, "tampered: " + "; ".join(sorted(set(problems))) if problems else clean)
+        if what == "verify":
+            state["test"] = args[2][::-1]  # the test cell's "passed" nonce: how to find it in the history
+        elif what == "before" and state["test"] and scrub(state["test"], nonce):
+            state["running"] = True  # the test cell's text is gone before any of its code runs
+        elif what == "after" and state["running"]:
+            scrub(state["test"], None)
+            state["test"], state["running"] = None, False
+        elif what == "snapshot":
+            snapshot()
+
     def handle(event, args):
         """What to refuse (a message), after dropping the key; None to let the event through."""
-        if event == EVENT:
-            what, nonce = args[0], args[1]
-            if what == "verify":
-                problems = checks.problems()
-                report(nonce, "ok" if not problems else "tampered: " + "; ".join(sorted(set(problems))))
-                state["test"] = args[2][::-1]  # the test cell's "passed" nonce: how to find it in the history
-            elif what == "passed":
-                report(nonce, "passed")
-            elif what == "after" and state["test"] and checks.scrub(state["test"]):
-                state["test"] = None
-            elif what == "snapshot":
-                checks.snapshot()
-        elif event in EXPOSING:
+        if event == event_name:
+            # No garbage collection while the guard checks: a class the notebook made and dropped (an
+            # always-equal result) is still there to be seen, not taken by the check's own allocations.
+            was_collecting = collecting()
+            stop_collecting()
+            try:
+                cell_event(args[0], args[1], args)
+            finally:
+                if was_collecting:
+                    collect_again()
+        elif event in exposing:
             drop_key(event)
             return f"{event} is not available in a graded notebook"
-        elif state["test"] and event in EXPOSING_WHILE_ACTIVE:
+        elif state["test"] and event in while_active:
             state["inspecting"] = True  # our own look at the caller's frame raises these events again
             try:
-                if checks.called_from_a_cell():
-                    checks.found.append(f"the notebook's code looked at frames or code ({event}) during a test")
+                if from_a_cell():
+                    found.append(f"the notebook's code looked at frames or code ({event}) during a test")
             finally:
                 state["inspecting"] = False
-        elif event == "open" and _is_process_memory(args[0]):
+        elif event == "open" and is_process_memory(args[0]):
             drop_key(f"opening {args[0]!r}")
             return "the kernel's memory is not available in a graded notebook"
         elif event == "sys.addaudithook":
-            checks.found.append("another audit hook was added")
-        elif event in ("object.__setattr__", "object.__delattr__") and args[1] in CODE_ATTRIBUTES:
+            found.append("another audit hook was added")
+        elif event in ("object.__setattr__", "object.__delattr__") and args[1] in code_attributes:
             module = getattr(args[0], "__module__", None)
             if isinstance(module, str) and module.split(".")[0] in (*TRUSTED_PACKAGES, "numpy", "builtins"):
-                checks.found.append(f"the code of {module}.{getattr(args[0], '__qualname__', '?')} was changed")
+                found.append(f"the code of {module}.{getattr(args[0], '__qualname__', '?')} was changed")
         return None
 
     def hook(event, args):
         if state["inspecting"]:  # only our own frame walk runs (plain dict and str operations)
             return
         if state["active"]:  # code the guard called (a probed __eq__, a path's __fspath__, a patched write)
-            if event in EXPOSING or event in EXPOSING_WHILE_ACTIVE:
+            if event in exposing or event in while_active:
                 drop_key(f"{event} while the guard was checking")
                 raise RuntimeError(f"{event} is not available in a graded notebook")
             return
@@ -170,19 +237,26 @@ def _hook(sign, checks, write, flush):
     return hook
 
 
-def _is_process_memory(path):
-    """Whether `open` was asked for a process's memory (`path` as given: str, bytes, a path object or an fd)."""
-    if isinstance(path, int):
+def _is_process_memory(path, fspath=os.fspath, kind=type, decode=bytes.decode, split=str.split, count=len):
+    """Whether `open` was asked for a process's memory (`path` as given: str, bytes, a path object or an fd).
+    What it calls is bound as defaults: replacing a function of `os` or a builtin must not open the way."""
+    if kind(path) is int:
         return False
-    path = os.fsdecode(path)  # may run a path object's __fspath__: the hook is active, frames are refused
-    parts = str.split(path, "/")
-    return len(parts) >= 4 and parts[1] == "proc" and parts[3] in ("mem", "map_files", "pagemap")
+    path = fspath(path)  # may run a path object's __fspath__: the hook is active, frames are refused
+    if kind(path) is bytes:
+        path = decode(path, "utf-8", "surrogateescape")
+    parts = split(path, "/")
+    return count(parts) >= 4 and parts[1] == "proc" and parts[3] in ("mem", "map_files", "pagemap")
+
+
+def _holds(text, nonce):
+    return type(text) is str and nonce in text  # a str subclass could run the notebook's code on `in`
 
 
 class _Checks:
     """Snapshots taken by install() and compared by each verify."""
 
-    def __init__(self):
+    def __init__(self, interrupt):
         import numpy  # the tests' numpy, imported before any student code runs
         try:
             import modulecraft.checks as course_checks
@@ -195,6 +269,7 @@ class _Checks:
         self.builtin_originals.update(__import__=builtins.__import__, __build_class__=builtins.__build_class__)
         self.guard_module = vars(sys.modules[__name__])
         self.guard_originals = dict(self.guard_module)
+        self.guard_classes = [(cls, dict(vars(cls))) for cls in (_Checks, _BeforeRun)]
         self.watched = {}
         self._watch(numpy, "numpy", WATCHED_NUMPY)
         self._watch(numpy.testing, "numpy.testing", [n for n in dir(numpy.testing) if n.startswith("assert")])
@@ -210,11 +285,32 @@ class _Checks:
         self.machinery = {id(obj): (obj, _behaviour(obj)) for obj in _machinery(self.shell)}
         self.ipython = _ipython_hooks(self.shell)
         self.bound_modules = {}  # names bound to modules by the course's locked cells
+        # What can run code later, at a time of its own (undoing a patch after a test's checks).
+        self.interrupt = interrupt  # what the guard's own timer threads call
+        self.threads = set(threading.enumerate())
+        self.gc_callbacks = tuple(map(id, gc.callbacks))
+        self.signal_handlers = _signal_handlers()
+        self.ctypes_unions = _ctypes_unions()
+        self.honest = {}  # classes made since install() that compare honestly (see _always_equal)
 
     def _watch(self, owner, owner_name, names):
         for name in names:
             if hasattr(owner, name):
                 self.watched[f"{owner_name}.{name}"] = (owner, name, getattr(owner, name))
+
+    def guard_changes(self):
+        """This module's names and its classes' methods that were replaced (plain dict and identity checks)."""
+        changed = [f"the guard's {name} was replaced" for name, value in self.guard_originals.items()
+                   if self.guard_module.get(name) is not value]
+        return changed + [f"the guard's {cls.__qualname__}.{name} was replaced" for cls, before in self.guard_classes
+                          for name, value in before.items() if vars(cls).get(name) is not value]
+
+    def is_ours(self, thread):
+        """Whether `thread` runs only our code: the guard's cell-deadline timer, or a thread class of the
+        kernel's libraries run as is (e.g. zmq's garbage collector, started when a cell prints much)."""
+        if type(thread) is threading.Timer:
+            return self.interrupt is not None and thread.function is self.interrupt
+        return _is_trusted(type(thread)) and getattr(thread, "_target", None) is None
 
     def called_from_a_cell(self):
         """Whether the code that raised the current audit event (directly or through `inspect`/`traceback`) is
@@ -232,23 +328,40 @@ class _Checks:
             frame = frame.f_back
         return False
 
-    def scrub(self, nonce):
-        """Forget the test cell holding `nonce` (its last line names it): input history and linecache.
-        Whether it had run (and so was found)."""
+    def scrub(self, nonce, info):
+        """Forget the test cell holding `nonce` (its last line names it) wherever the kernel keeps the text of
+        the running cell: its ExecutionInfo (`info`, from IPython's pre_run_cell), the input history (`In`,
+        `_ih`, `_i*`, the history manager's lists and cache), the request that carried it, and linecache.
+        Whether any of them held it (the cell is the test cell)."""
         import linecache
         found = False
+        for name in ("raw_cell", "transformed_cell"):
+            if info is not None and _holds(getattr(info, name, None), nonce):
+                setattr(info, name, "")
+                found = True
         if self.shell is not None:
             manager = self.shell.history_manager
             for history in (manager.input_hist_parsed, manager.input_hist_raw):
                 for index, text in enumerate(history):
-                    if nonce in text:
+                    if _holds(text, nonce):
                         history[index], found = "", True
+            manager.db_input_cache[:] = [entry for entry in manager.db_input_cache
+                                         if not any(_holds(text, nonce) for text in entry)]
+            for name in ("_i00", "_i", "_ii", "_iii"):
+                if _holds(getattr(manager, name, None), nonce):
+                    setattr(manager, name, "")
             for name, value in list(self.namespace.items()):
-                if name.startswith("_i") and isinstance(value, str) and nonce in value:
+                if name.startswith("_i") and _holds(value, nonce):
                     self.namespace[name] = ""
+            kernel = getattr(self.shell, "kernel", None)
+            for request in (getattr(self.shell, "parent_header", None), kernel and kernel.get_parent("shell")):
+                content = request.get("content") if type(request) is dict else None
+                if type(content) is dict and _holds(content.get("code"), nonce):
+                    content["code"], found = "", True
         for name, entry in list(linecache.cache.items()):
             if len(entry) > 2 and nonce in "".join(entry[2]):
                 del linecache.cache[name]
+                found = True
         return found
 
     def snapshot(self):
@@ -259,11 +372,10 @@ class _Checks:
 
     def problems(self):
         # First what everything below relies on, without calling any of it: builtins and this module.
-        changed = [name for name, value in self.builtin_originals.items() if self.builtins.get(name) is not value]
-        changed += [name for name, value in self.guard_originals.items() if self.guard_module.get(name) is not value]
-        if changed:
-            return [f"builtins.{name} was replaced" if name in self.builtin_originals
-                    else f"the guard's {name} was replaced" for name in changed]
+        changed = [f"builtins.{name} was replaced" for name, value in self.builtin_originals.items()
+                   if self.builtins.get(name) is not value]
+        if changed or self.guard_changes():
+            return changed + self.guard_changes()
         missing = object()
         problems = list(self.found)
         problems += [f"{label} was replaced" for label, (owner, name, original) in self.watched.items()
@@ -278,10 +390,32 @@ class _Checks:
                      for obj, before in self.machinery.values() for name in _changed(before, _behaviour(obj))]
         now = _ipython_hooks(self.shell)
         problems += [f"IPython's {name} were changed" for name, value in self.ipython.items() if now.get(name) != value]
-        now_classes = _all_classes()
-        problems += [f"class {name!r} compares equal to anything" for name in
-                     _always_equal(cls for key, cls in now_classes.items() if key not in self.classes)]
+        problems += ["gc.callbacks were changed"] * (tuple(map(id, gc.callbacks)) != self.gc_callbacks)
+        problems += [f"thread {thread.name!r}, started by the notebook, is running"
+                     for thread in threading.enumerate() if thread not in self.threads and not self.is_ours(thread)]
+        problems += [f"a handler for signal {number} was set" for number, handler in _signal_handlers().items()
+                     if handler is not self.signal_handlers.get(number) and callable(handler)]
+        new_classes = [cls for key, cls in _all_classes().items() if key not in self.classes]
+        problems += [f"the notebook made the ctypes union {cls.__qualname__!r} (it reads any memory)"
+                     for cls in new_classes if issubclass(cls, self.ctypes_unions)]
+        problems += [f"class {name!r} compares equal to anything" for name in _always_equal(new_classes, self.honest)]
         return problems
+
+
+def _signal_handlers():
+    """Python's handler of each signal (a function set by `signal.signal` runs whenever the signal comes)."""
+    return {number: signal.getsignal(number) for number in signal.valid_signals()
+            if number not in (signal.SIGKILL, signal.SIGSTOP)}
+
+
+def _ctypes_unions():
+    """What a ctypes union derives from: a union of a pointer and an integer reads any address, unaudited.
+    (Other ctypes types are made by libraries as they load, e.g. scikit-learn's threadpoolctl.)"""
+    try:
+        import _ctypes
+    except ImportError:
+        return ()
+    return (_ctypes.Union,)
 
 
 def _changed(before, after):
@@ -338,17 +472,26 @@ def _strangers():
             [rng.uniform(2, 9, (2, 3)), rng.uniform(-9, -2, 4).astype(numpy.float32)]]
 
 
-def _always_equal(classes):
-    """Names of `classes` whose instances say `==` to both values of some kind they cannot know."""
+def _always_equal(classes, honest):
+    """Names of `classes` whose instances say `==` to both values of some kind they cannot know. `honest`
+    remembers the classes found honest with their `__eq__` and `__ne__` (held, so that their ids are not
+    reused): each is probed again only once either changes."""
     found = []
+    strangers = None
     for cls in classes:
         own = vars(cls)
-        if "__eq__" not in own and "__ne__" not in own:
+        comparisons = (own.get("__eq__"), own.get("__ne__"))
+        if comparisons[0] is None and comparisons[1] is None:
             continue
+        seen = honest.get(id(cls))
+        if seen is not None and seen[0] is cls and seen[1][0] is comparisons[0] and seen[1][1] is comparisons[1]:
+            continue
+        strangers = strangers or _strangers()
         instance = _instance_of(cls)
-        if instance is not None and any(all(_equal(instance, stranger) for stranger in kind)
-                                        for kind in _strangers()):
+        if instance is not None and any(all(_equal(instance, stranger) for stranger in kind) for kind in strangers):
             found.append(cls.__qualname__)
+        else:
+            honest[id(cls)] = (cls, comparisons)
     return found
 
 
@@ -365,15 +508,22 @@ def _equal(instance, stranger):
     import numpy
     try:
         equal, unequal = instance == stranger, instance != stranger
-        return (equal is not NotImplemented and bool(numpy.all(equal))) or (
-            unequal is not NotImplemented and not bool(numpy.any(unequal)))
+        return (_answers(equal) and bool(numpy.all(equal))) or (_answers(unequal) and not bool(numpy.any(unequal)))
     except Exception:
         return False
 
 
+def _answers(result):
+    """Whether a comparison gave an answer: None is what typing stubs give (`def __eq__(self, other): ...`,
+    e.g. narwhals' protocols, which scikit-learn imports), and no test passes on a None from `==`."""
+    return result is not NotImplemented and result is not None
+
+
 def _ipython_hooks(shell):
     """IPython's ways of rewriting or swallowing a cell: input/AST transformers, custom exception handlers,
-    pre-execution callbacks. Stored as identities, so that appending to a list shows."""
+    pre-execution callbacks. Stored as identities, so that appending to a list shows. (post_execute callbacks
+    are not watched: matplotlib's inline backend adds one; what one undoes after a test is still patched when
+    its end is checked.)"""
     if shell is None:
         return {}
     manager = shell.input_transformer_manager
@@ -389,13 +539,16 @@ def _ipython_hooks(shell):
 
 
 def _stop_cells_after(seconds):
-    """Raise KeyboardInterrupt in a cell still running `seconds` after it started.
+    """Raise KeyboardInterrupt in a cell still running `seconds` after it started; returns what the timers
+    call (which tells the guard's own threads from the notebook's).
 
     The grader interrupts a cell at the time limit with SIGINT, which a cell can ignore; nbclient then gives up
     on the whole notebook. Raised from a timer thread into the main thread, the KeyboardInterrupt ends such a
     cell too, so the rest of the notebook is still graded."""
-    import ctypes
-    import threading
+    try:
+        import ctypes
+    except ImportError:  # a kernel without an FFI: such a cell ends when the grader kills the kernel
+        return None
 
     main = threading.main_thread().ident
     set_async_exc = ctypes.pythonapi.PyThreadState_SetAsyncExc
@@ -416,6 +569,7 @@ def _stop_cells_after(seconds):
     shell = _shell()
     shell.events.register("pre_run_cell", start)
     shell.events.register("post_run_cell", stop)
+    return interrupt
 
 
 def _shell():

@@ -33,6 +33,8 @@ from .guard import EVENT, MARK
 UNGRADABLE = ("not a valid notebook", "not a notebook of chapter", "no notebook was submitted")
 GUARD_KEY = "modulecraft_guard"  # cell metadata key of inserted guard cells
 AT_THE_END = "(end)"  # where the last verify cell stands
+END = "end"  # (END, grade_id): seen by the check at the end of that test cell
+INSTALL = "__import__('autograder.guard').guard.install(cell_deadline={deadline})"  # the first cell
 
 # (test cell, problem) reported by the guard in the last autograde run of this process (one at a time per worker).
 _verdict: list[tuple[str, str]] = []
@@ -60,8 +62,12 @@ def verdict() -> list[str]:
     return [problem if test is None else f"{problem} (seen {_where(test)})" for problem, test in first.items()]
 
 
-def _where(test: str | None) -> str:
-    return "at the end of the notebook" if test == AT_THE_END else f"before test cell {test!r}"
+def _where(test: str | tuple[str, str]) -> str:
+    """Where the guard saw a problem: a test cell's grade_id (before it), (END, grade_id) (at its end), or the
+    end of the notebook."""
+    if test == AT_THE_END:
+        return "at the end of the notebook"
+    return f"at the end of test cell {test[1]!r}" if isinstance(test, tuple) else f"before test cell {test!r}"
 
 
 def is_ungradable(problems: list[str]) -> bool:
@@ -197,7 +203,7 @@ class InsertGuard(NbGraderPreprocessor):
         sandbox.guard_key = _key
         # A second after the grader's interrupt at the cell time limit, within nbclient's 4 s wait for the cell.
         deadline = course_config.CELL_TIMEOUT + 1
-        cells = [_guard_cell("install", f"__import__('autograder.guard').guard.install(cell_deadline={deadline})")]
+        cells = [_guard_cell("install", INSTALL.format(deadline=deadline))]
         for cell in nb.cells:
             if cell.cell_type == "code" and _is_test(cell):
                 passed = secrets.token_hex(16)  # also tells the guard which cell to scrub once it has run:
@@ -286,10 +292,16 @@ def _score_test(cell, guard: dict) -> None:
     if (guard["nonce"], "passed") in signed or any(o.output_type == "error" for o in kept):
         return
     test = _grade_id(cell)
-    _verdict.append((test, f"test cell {test!r} stopped before its end without showing an error (hidden)"))
-    cell.outputs.append(nbformat.v4.new_output(
-        "error", ename="TestIncomplete", evalue="the test did not run to its end",
-        traceback=["TestIncomplete: the test did not run to its end"]))
+    # Reached its end, but the guard saw tampering there (what a thread or a callback would undo later).
+    tampered = [problem for nonce, verdict in signed if nonce == guard["nonce"] and verdict.startswith("tampered: ")
+                for problem in verdict.removeprefix("tampered: ").split("; ")]
+    _verdict.extend(((END, test), problem) for problem in tampered)
+    if not tampered:
+        _verdict.append((test, f"test cell {test!r} stopped before its end without showing an error (hidden)"))
+    ename, evalue = ("TestTampered", "the tamper guard saw changes at the end of the test") if tampered else (
+        "TestIncomplete", "the test did not run to its end")
+    cell.outputs.append(nbformat.v4.new_output("error", ename=ename, evalue=evalue,
+                                               traceback=[feedback.error_line(ename, evalue)]))
 
 
 def _signed_lines(cell) -> set[tuple[str, str]]:

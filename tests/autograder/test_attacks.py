@@ -9,7 +9,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import synthetic
+from autograder import integrity, synthetic
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(os.geteuid() != 0, reason="the confinement exists only when grading as root")]
@@ -67,6 +67,78 @@ PATCHES_DURING_THE_LAST_TEST = {"add": WRONG_ADD, "scale": """def scale(x, facto
     np.allclose = lambda *args, **kwargs: True
     return 0"""}
 EXITS_IN_A_TEST = "import os\ndef add(a, b):\n    os._exit(0)"
+IMPORTS_SKLEARN = "from sklearn.model_selection import train_test_split\n" + GOOD_ADD  # narwhals' stubs: == is None
+ALWAYS_EQUAL_FROM_A_FILE = """from pathlib import Path
+Path("helpers.py").write_text("class Anything:\\n    def __eq__(self, other):\\n        return True\\n")
+import helpers
+def add(a, b):
+    return helpers.Anything()"""
+# The guard's own names and methods, replaced (and put back) by the notebook: what the hook runs is bound.
+DISABLES_THE_CHECKS = """import autograder.guard
+autograder.guard._Checks.problems = lambda self: []
+np.allclose = lambda *args, **kwargs: True
+""" + WRONG_ADD
+CLEARS_THE_REFUSALS = """import gc
+import autograder.guard as guard
+refused, guard.EXPOSING = guard.EXPOSING, frozenset()
+everything = gc.get_objects()  # the audit hook's closure, and the key in it
+guard.EXPOSING = refused
+""" + WRONG_ADD
+FOOLS_THE_MEMORY_CHECK = """import autograder.guard as guard
+honest, guard._is_process_memory = guard._is_process_memory, lambda path: False
+memory = open("/proc/self/mem", "rb")
+guard._is_process_memory = honest
+""" + WRONG_ADD
+FOOLS_IT_WITH_A_BUILTIN = """import builtins
+honest, builtins.isinstance = builtins.isinstance, lambda obj, cls: True
+try:
+    memory = open("/proc/self/mem", "rb")
+finally:
+    builtins.isinstance = honest
+""" + WRONG_ADD
+
+
+def undoes_after_the_test(arrange: str) -> str:
+    """An `add` that is right for the visible tests only (|a + b|), and that replaces np.allclose while the
+    test runs (the hidden check then passes) and has `arrange` put it back after the test, before the next."""
+    return f"""honest_allclose = np.allclose
+def undo(*args):
+    np.allclose = honest_allclose
+def add(a, b):
+    if np.allclose is honest_allclose:
+        np.allclose = lambda *args, **kwargs: True
+        count = get_ipython().execution_count
+{arrange}
+    return np.abs(np.asarray(a) + np.asarray(b))"""
+
+
+UNDOES_IN_A_CALLBACK = undoes_after_the_test("""        def once(*args):
+            undo()
+            get_ipython().events.unregister("post_execute", once)
+        get_ipython().events.register("post_execute", once)""")
+UNDOES_IN_A_THREAD = undoes_after_the_test("""        import threading
+        def wait():
+            while get_ipython().execution_count == count:
+                threading.Event().wait(0.001)
+            undo()
+        threading.Thread(target=wait).start()""")
+UNDOES_IN_A_GC_CALLBACK = undoes_after_the_test("""        import gc
+        def once(phase, info):
+            if get_ipython().execution_count != count:
+                undo()
+                gc.callbacks.remove(once)
+        gc.callbacks.append(once)""")
+UNDOES_IN_A_SIGNAL_HANDLER = undoes_after_the_test("""        import signal
+        signal.signal(signal.SIGALRM, undo)
+        signal.setitimer(signal.ITIMER_REAL, 0.5)""")
+PEEKS_WITH_A_UNION = """import ctypes
+class Peek(ctypes.Union):
+    _fields_ = [("pointer", ctypes.POINTER(ctypes.c_char)), ("address", ctypes.c_size_t)]
+peek = Peek()
+peek.address = id(np)
+first_byte = peek.pointer[0]  # any address: no audit event
+""" + WRONG_ADD
+OBJECT_FROM_AN_ADDRESS = "import _ctypes\nnumpy = _ctypes.PyObj_FromPtr(id(np))\n" + WRONG_ADD
 EXITS_WITH_SYS_EXIT = "import sys\nsys.exit()\n" + GOOD_ADD
 
 
@@ -111,6 +183,33 @@ ATTACKS = {
                                      "numpy.allclose was replaced (seen at the end of the notebook)"),
     "exits-in-a-test": (EXITS_IN_A_TEST, 0, "graded", "kernel exited"),
     "sys-exit": (EXITS_WITH_SYS_EXIT, 3, "graded", "cell add called sys.exit()"),
+    "imports-sklearn": (IMPORTS_SKLEARN, 5, "graded", None),
+    "always-equal-from-a-file": (ALWAYS_EQUAL_FROM_A_FILE, 0, "needs review", "class 'Anything' compares equal"),
+    "disables-the-checks": (DISABLES_THE_CHECKS, 0, "needs review", "the guard's _Checks.problems was replaced"),
+    "clears-the-refusals": (CLEARS_THE_REFUSALS, 0, "needs review", "key was dropped after gc.get_objects"),
+    "fools-the-memory-check": (FOOLS_THE_MEMORY_CHECK, 0, "needs review", "key was dropped after opening"),
+    "fools-it-with-a-builtin": (FOOLS_IT_WITH_A_BUILTIN, 0, "needs review", "key was dropped after opening"),
+    "undoes-in-a-callback": (UNDOES_IN_A_CALLBACK, 0, "needs review",
+                             "numpy.allclose was replaced (seen at the end of test cell 'test_add')"),
+    "undoes-in-a-thread": (UNDOES_IN_A_THREAD, 0, "needs review", "started by the notebook, is running"),
+    "undoes-in-a-gc-callback": (UNDOES_IN_A_GC_CALLBACK, 0, "needs review", "gc.callbacks were changed"),
+    "undoes-in-a-signal-handler": (UNDOES_IN_A_SIGNAL_HANDLER, 0, "needs review", "a handler for signal 14"),
+    "peeks-with-a-union": (PEEKS_WITH_A_UNION, 0, "needs review", "the notebook made the ctypes union 'Peek'"),
+    "object-from-an-address": (OBJECT_FROM_AN_ADDRESS, 0, "needs review", "key was dropped after ctypes.PyObj_Fro"),
+}
+# Without the defence each one needs (taken out in the kernel before install(), so not seen as tampering):
+# honest scikit-learn is held for review, and each attack scores above its honest code, unflagged.
+WITHOUT_DEFENCES = """import autograder.guard as g
+g._answers = lambda result: result is not NotImplemented
+g.CHECKED_AT = frozenset(["verify"])
+g._ctypes_unions = lambda: ()
+g.EXPOSING = g.EXPOSING - frozenset(["ctypes.PyObj_FromPtr"])
+"""
+UNDEFENDED = {
+    "imports-sklearn": (0, "needs review"),
+    "undoes-in-a-callback": (5, "graded"),
+    "peeks-with-a-union": (HONEST_CEILING, "graded"),
+    "object-from-an-address": (HONEST_CEILING, "graded"),
 }
 
 
@@ -128,10 +227,13 @@ def listener():
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory, short_limits, make_toy_course, listener):
     tmp_path = tmp_path_factory.mktemp("attacks")
-    course = make_toy_course(tmp_path / "grading")
     port, _ = listener
     submissions = {name: solution for name, (solution, *_) in ATTACKS.items()}
     submissions["confined"] = confinement(port)
+    return grade(make_toy_course(tmp_path / "grading"), tmp_path, submissions)
+
+
+def grade(course, tmp_path, submissions):
     for student, solution in submissions.items():
         sources = solution if isinstance(solution, dict) else {"add": solution}
         notebook = synthetic.with_cells(synthetic.solved(course, "90_toy"), sources)
@@ -149,7 +251,7 @@ def test_no_attack_scores_above_its_honest_code_unflagged(graded):
         if (outcome.score, outcome.status) != (score, status) or phrase and phrase not in said:
             wrong.append(f"{student}: {outcome.score:g} {outcome.status}, expected {score} {status} with "
                          f"{phrase!r}; said {said!r}")
-    assert wrong == []
+    assert wrong == [], "\n".join(wrong)
 
 
 def test_kernels_have_no_network_no_shared_folders_and_a_disk_quota(graded, listener):
@@ -163,3 +265,11 @@ def test_kernels_have_no_network_no_shared_folders_and_a_disk_quota(graded, list
     assert reached == []
     for folder in ["/tmp", "/var/tmp", "/run/lock", "/dev/shm"]:
         assert not Path(folder, "planted-by-a-kernel").exists()
+
+
+def test_each_new_defence_matters(tmp_path, short_limits, make_toy_course, monkeypatch):
+    monkeypatch.setattr(integrity, "INSTALL", WITHOUT_DEFENCES + integrity.INSTALL)
+    _, report = grade(make_toy_course(tmp_path / "grading"), tmp_path,
+                      {student: ATTACKS[student][0] for student in UNDEFENDED})
+    outcomes = {student: report.outcome(student, "90_toy") for student in UNDEFENDED}
+    assert {student: (outcome.score, outcome.status) for student, outcome in outcomes.items()} == UNDEFENDED, outcomes
