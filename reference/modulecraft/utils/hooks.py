@@ -62,17 +62,18 @@ class RemovableHandle:
         self.remove()
 
 
-_identity_function = None
+_record_identity = None
 
 
-def _backward_hook_function():
-    """``BackwardHookFunction``, imported on first use: the autograd package imports this module."""
-    global _identity_function
-    if _identity_function is None:
-        from modulecraft.nn.modules._functions import BackwardHookFunction
+def _backward_hook_function(tensors: list) -> tuple:
+    """``modulecraft.nn.modules._functions.backward_hook_function``, imported on first use: the autograd
+    package imports this module."""
+    global _record_identity
+    if _record_identity is None:
+        from modulecraft.nn.modules._functions import backward_hook_function
 
-        _identity_function = BackwardHookFunction
-    return _identity_function
+        _record_identity = backward_hook_function
+    return _record_identity(tensors)
 
 
 class BackwardHook:
@@ -137,12 +138,8 @@ class BackwardHook:
         # A plain ndarray is a tensor that does not require grad (and has no grad_fn).
         if not (grad_mode.state.enabled and any(getattr(arg, "requires_grad", False) for arg in tensors)):
             return args, None
-        new_tensors = _backward_hook_function().apply(*tensors)
-        for tensor in new_tensors:
-            grad_fn = getattr(tensor, "grad_fn", None)
-            if grad_fn is not None:
-                fn(grad_fn)
-                break
+        new_tensors, grad_fn = _backward_hook_function(tensors)
+        fn(grad_fn)
         arg_list = list(args)
         for index, value in zip(tensors_idx, new_tensors, strict=True):
             arg_list[index] = value
