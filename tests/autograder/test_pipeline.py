@@ -1,5 +1,6 @@
 """The classroom pipeline end to end, through the command line: release, collect, grade, feedback, export."""
 import csv
+import datetime
 import html
 import json
 import re
@@ -7,7 +8,7 @@ import zipfile
 
 import pytest
 
-from autograder import synthetic
+from autograder import config, synthetic
 from autograder.cli import main
 
 pytestmark = pytest.mark.slow
@@ -90,3 +91,29 @@ def test_a_regrade_skips_what_is_graded_and_unchanged(toy_course):
     assert second.skipped == 1
     assert second.outcome("bo", "90_toy").score == 3.0
     assert toy_course.scores("ada", "90_toy")["test_add"] == (2.0, 2.0)
+
+
+def test_a_late_submission_gets_nbgrader_s_late_penalty(toy_course, monkeypatch):
+    """The coordinator replays nbgrader's AssignLatePenalties after the grades it recorded (in one transaction
+    per submission): the course's late-submission rule applies, as with stock autograde."""
+    course_config = config.nbgrader_config
+
+    def zero_if_late(root, course_id=config.COURSE_ID):
+        c = course_config(root, course_id)
+        c.LateSubmissionPlugin.penalty_method = "zero"
+        return c
+
+    monkeypatch.setattr(config, "nbgrader_config", zero_if_late)
+    with toy_course.gradebook() as gb:
+        gb.update_or_create_assignment("90_toy", duedate=datetime.datetime(2026, 1, 1))
+    for student, handed_in in (("ada", "2025-12-31 23:00:00"), ("bo", "2026-01-02 00:00:00")):
+        path = toy_course.root.parent / f"{student}.ipynb"
+        synthetic.write(synthetic.solved(toy_course, "90_toy"), path)
+        toy_course.submit(student, "90_toy", path)
+        toy_course.submission_path(student, "90_toy").with_name("timestamp.txt").write_text(handed_in)
+    toy_course.grade()
+    with toy_course.gradebook() as gb:
+        penalties = {student: (gb.find_submission("90_toy", student).total_seconds_late,
+                               gb.find_submission_notebook("90_toy", "90_toy", student).late_submission_penalty)
+                     for student in ("ada", "bo")}
+    assert penalties == {"ada": (0, None), "bo": (86400, 5.0)}
