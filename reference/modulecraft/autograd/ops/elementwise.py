@@ -34,6 +34,8 @@ def unbroadcast(grad, shape: tuple):
     extra = len(grad_shape) - len(shape)
     if extra:
         grad = grad.sum(axis=tuple(range(extra)))
+        if grad.shape == shape:  # only leading axes were added (a bias): nothing was stretched
+            return grad
     stretched = tuple(axis for axis, size in enumerate(shape) if size == 1 and grad.shape[axis] != 1)
     if stretched:
         grad = grad.sum(axis=stretched, keepdims=True)
