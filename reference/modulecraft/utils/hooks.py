@@ -133,13 +133,18 @@ class BackwardHook:
         Returns ``args`` with those arrays replaced, and their positions; ``(args, None)`` when none of them
         requires grad or grad mode is off (nothing will flow back through them).
         """
-        tensors_idx = [index for index, arg in enumerate(args) if isinstance(arg, np.ndarray)]
-        tensors = [args[index] for index in tensors_idx]
-        # A plain ndarray is a tensor that does not require grad (and has no grad_fn).
-        if not (grad_mode.state.enabled and any(getattr(arg, "requires_grad", False) for arg in tensors)):
+        tensors_idx, tensors, requires_grad = [], [], False
+        for index, arg in enumerate(args):
+            if isinstance(arg, np.ndarray):  # a plain ndarray is a tensor that does not require grad
+                tensors_idx.append(index)
+                tensors.append(arg)
+                requires_grad = requires_grad or getattr(arg, "_requires_grad", False)
+        if not (requires_grad and grad_mode.state.enabled):
             return args, None
         new_tensors, grad_fn = _backward_hook_function(tensors)
         fn(grad_fn)
+        if type(args) is tuple and len(tensors) == len(args):  # the common case: all of them are tensors
+            return tuple(new_tensors), tensors_idx
         arg_list = list(args)
         for index, value in zip(tensors_idx, new_tensors, strict=True):
             arg_list[index] = value
