@@ -30,17 +30,18 @@ cache and `_i00`), the ExecutionInfo (`displayhook.exec_result`, later `last_exe
 that carried it (`kernel.get_parent()`, `shell.parent_header`) and linecache (so the instructor's traceback of a
 failing test cell shows no source lines). Code of the notebook that looks at frames or code objects while a
 test cell runs (`sys._getframe`, `inspect.currentframe`, `traceback.extract_stack`, a traceback's frames, a
-generator's frame, a function's `__code__`) is reported. The grader also removes outputs that quote hidden
-tests (`integrity`, `feedback`).
+generator's frame, a function's `__code__`) is reported; the watch ends with IPython's post_run_cell, and the
+same event raised by the notebook's code while a test runs is reported instead. The grader also removes outputs
+that quote hidden tests (`integrity`, `feedback`).
 
 "verify" and "passed" report as tampering: replaced builtins, numpy functions, `modulecraft.checks` helpers,
 `sys` hooks and modules; changed methods of the classes IPython, ipykernel, modulecraft and this guard run on
-(class level) and of their live objects (instance level); IPython's cell rewriting and exception hooks and
-pre/post-run callbacks; another audit hook; changed code of library functions; what can run code later at a
-time of its own: `gc.callbacks`, a Python signal handler (which also receives the running frame), a thread the
-notebook started that is still running; a ctypes union made by the notebook; and classes created since
-`install()` whose instances compare equal to values they cannot know (always-equal objects, whatever their
-names; a comparison answering None, as typing stubs do, is no answer).
+(class level) and of their live objects (instance level); IPython's cell rewriting and exception hooks,
+pre/post-run callbacks and map of the cells' file names; another audit hook; changed code of library
+functions; what can run code later at a time of its own: `gc.callbacks`, a Python signal handler (which also
+receives the running frame), a thread the notebook started that is still running; a ctypes union made by the
+notebook; and classes created since `install()` whose instances compare equal to values they cannot know
+(always-equal objects, whatever their names; a comparison answering None, as typing stubs do, is no answer).
 
 Limits (CPython cannot confine code within one process):
 - A patch that student code makes and undoes within one test cell, between two checks, is not seen (e.g. a
@@ -52,9 +53,8 @@ Limits (CPython cannot confine code within one process):
   `string_at`, `from_address`, `addressof` and `PyObj_FromPtr` are audited and refused, and unions reported),
   so code written to find the key in memory could sign a forged verdict. Only a kernel process that never
   loaded `_ctypes` is safe from this; `install()` works in one (without the cell-deadline timer).
-- The "after" and "before" cell events can be raised by the notebook's own code, which can end the frame
-  watch of a test early.
 """
+import _thread
 import ast
 import builtins
 import gc
@@ -143,9 +143,9 @@ def _hook(sign, checks, write, flush):
     # (and put them back before the next check), not what the closure holds. The checks report such changes.
     mark, event_name, exposing, while_active, code_attributes, checked_at, is_process_memory = (
         MARK, EVENT, EXPOSING, EXPOSING_WHILE_ACTIVE, CODE_ATTRIBUTES, CHECKED_AT, _is_process_memory)
-    problems_now, scrub, snapshot, guard_changes, from_a_cell, found = (
+    problems_now, scrub, snapshot, guard_changes, from_a_cell, outside_the_cells, found = (
         checks.problems, checks.scrub, checks.snapshot, checks.guard_changes, checks.called_from_a_cell,
-        checks.found)
+        checks.outside_the_cells, checks.found)
     collecting, stop_collecting, collect_again = gc.isenabled, gc.disable, gc.enable
 
     def drop_key(why):
@@ -164,6 +164,14 @@ def _hook(sign, checks, write, flush):
         write(line + "\n")
         flush()
 
+    def inspecting(look):
+        """`look()` at the stack: our own look at frames raises the frame events again, let through."""
+        state["inspecting"] = True
+        try:
+            return look()
+        finally:
+            state["inspecting"] = False
+
     def cell_event(what, nonce, args):
         """What a guard cell, a test cell's last line or IPython (before and after a cell) asks for."""
         found.extend(problem for problem in guard_changes() if problem not in found)
@@ -176,8 +184,11 @@ def _hook(sign, checks, write, flush):
         elif what == "before" and state["test"] and scrub(state["test"], nonce):
             state["running"] = True  # the test cell's text is gone before any of its code runs
         elif what == "after" and state["running"]:
-            scrub(state["test"], None)
-            state["test"], state["running"] = None, False
+            if inspecting(outside_the_cells):
+                scrub(state["test"], None)
+                state["test"], state["running"] = None, False
+            else:
+                found.append("the notebook's code raised the guard's end of a cell while a test ran")
         elif what == "snapshot":
             snapshot()
 
@@ -196,13 +207,8 @@ def _hook(sign, checks, write, flush):
         elif event in exposing:
             drop_key(event)
             return f"{event} is not available in a graded notebook"
-        elif state["test"] and event in while_active:
-            state["inspecting"] = True  # our own look at the caller's frame raises these events again
-            try:
-                if from_a_cell():
-                    found.append(f"the notebook's code looked at frames or code ({event}) during a test")
-            finally:
-                state["inspecting"] = False
+        elif state["test"] and event in while_active and inspecting(from_a_cell):
+            found.append(f"the notebook's code looked at frames or code ({event}) during a test")
         elif event == "open" and is_process_memory(args[0]):
             drop_key(f"opening {args[0]!r}")
             return "the kernel's memory is not available in a graded notebook"
@@ -281,6 +287,8 @@ class _Checks:
         self.class_dicts = {cls: _methods(cls) for cls in self.classes.values()
                             if _is_trusted(cls) and not cls.__flags__ & IMMUTABLE_TYPE}
         self.shell = _shell()
+        self.cells = getattr(getattr(self.shell, "compile", None), "_filename_map", {})  # cells' file names
+        self.main_thread = _thread.get_ident()  # install() runs in a cell
         self.namespace = self.shell.user_ns if self.shell is not None else {}
         self.machinery = {id(obj): (obj, _behaviour(obj)) for obj in _machinery(self.shell)}
         self.ipython = _ipython_hooks(self.shell)
@@ -312,21 +320,33 @@ class _Checks:
             return self.interrupt is not None and thread.function is self.interrupt
         return _is_trusted(type(thread)) and getattr(thread, "_target", None) is None
 
-    def called_from_a_cell(self):
+    def called_from_a_cell(self, frame_at=sys._getframe):
         """Whether the code that raised the current audit event (directly or through `inspect`/`traceback`) is
-        a cell's: frame 0 is this method, 1 `handle`, 2 `hook`, 3 the caller."""
-        cells = getattr(getattr(self.shell, "compile", None), "_filename_map", {})
-        frame = sys._getframe(3)
+        a cell's: frame 0 is this method, 1 `inspecting`, 2 `handle`, 3 `hook`, 4 the caller."""
+        frame = frame_at(4)
         for _ in range(3):  # plain dict and str operations only: no code of the notebook may run here
             if frame is None:
                 return False
-            filename = frame.f_code.co_filename
-            if type(filename) is not str or dict.__contains__(cells, filename):
+            if self.is_a_cell(frame):
                 return True
             if dict.get(frame.f_globals, "__name__") not in FRAME_WRAPPERS:
                 return False
             frame = frame.f_back
         return False
+
+    def outside_the_cells(self, frame_at=sys._getframe, thread=_thread.get_ident):
+        """Whether the current event comes from the main thread with no cell's code running (IPython's
+        post_run_cell, not the notebook's code raising the guard's event while a test runs)."""
+        frame = frame_at(0)
+        while frame is not None:
+            if self.is_a_cell(frame):
+                return False
+            frame = frame.f_back
+        return thread() == self.main_thread
+
+    def is_a_cell(self, frame):
+        filename = frame.f_code.co_filename
+        return type(filename) is not str or dict.__contains__(self.cells, filename)
 
     def scrub(self, nonce, info):
         """Forget the test cell holding `nonce` (its last line names it) wherever the kernel keeps the text of
@@ -388,6 +408,8 @@ class _Checks:
                      for cls, before in self.class_dicts.items() for name in _changed(before, _methods(cls))]
         problems += [f"{type(obj).__name__}.{name} was changed on its instance"
                      for obj, before in self.machinery.values() for name in _changed(before, _behaviour(obj))]
+        if self.shell is not None and getattr(self.shell.compile, "_filename_map", None) is not self.cells:
+            problems.append("IPython's map of the cells' file names was replaced")
         now = _ipython_hooks(self.shell)
         problems += [f"IPython's {name} were changed" for name, value in self.ipython.items() if now.get(name) != value]
         problems += ["gc.callbacks were changed"] * (tuple(map(id, gc.callbacks)) != self.gc_callbacks)

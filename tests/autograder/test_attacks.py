@@ -138,6 +138,13 @@ peek = Peek()
 peek.address = id(np)
 first_byte = peek.pointer[0]  # any address: no audit event
 """ + WRONG_ADD
+# Raises the guard's "end of the cell" while the test runs, then reads the test's code (its constants hold the
+# hidden checks' values and messages).
+ENDS_THE_WATCH_EARLY = """import sys
+def add(a, b):
+    sys.audit("modulecraft.guard", "after", None, "")
+    print(str(sys._getframe(1).f_code.co_consts)[::-1])
+    return np.asarray(a) + np.asarray(b)"""
 OBJECT_FROM_AN_ADDRESS = "import _ctypes\nnumpy = _ctypes.PyObj_FromPtr(id(np))\n" + WRONG_ADD
 EXITS_WITH_SYS_EXIT = "import sys\nsys.exit()\n" + GOOD_ADD
 
@@ -196,6 +203,7 @@ ATTACKS = {
     "undoes-in-a-signal-handler": (UNDOES_IN_A_SIGNAL_HANDLER, 0, "needs review", "a handler for signal 14"),
     "peeks-with-a-union": (PEEKS_WITH_A_UNION, 0, "needs review", "the notebook made the ctypes union 'Peek'"),
     "object-from-an-address": (OBJECT_FROM_AN_ADDRESS, 0, "needs review", "key was dropped after ctypes.PyObj_Fro"),
+    "ends-the-watch-early": (ENDS_THE_WATCH_EARLY, 0, "needs review", "looked at frames or code (sys._getframe)"),
 }
 # Without the defence each one needs (taken out in the kernel before install(), so not seen as tampering):
 # honest scikit-learn is held for review, and each attack scores above its honest code, unflagged.
@@ -204,12 +212,14 @@ g._answers = lambda result: result is not NotImplemented
 g.CHECKED_AT = frozenset(["verify"])
 g._ctypes_unions = lambda: ()
 g.EXPOSING = g.EXPOSING - frozenset(["ctypes.PyObj_FromPtr"])
+g._Checks.outside_the_cells = lambda self: True
 """
 UNDEFENDED = {
     "imports-sklearn": (0, "needs review"),
     "undoes-in-a-callback": (5, "graded"),
     "peeks-with-a-union": (HONEST_CEILING, "graded"),
     "object-from-an-address": (HONEST_CEILING, "graded"),
+    "ends-the-watch-early": (5, "graded"),
 }
 
 
