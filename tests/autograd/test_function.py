@@ -3,9 +3,11 @@
 import numpy as np
 import pytest
 import torch
+from torch.nn.modules._functions import BackwardHookFunction
 
 import modulecraft
 from modulecraft import autograd
+from modulecraft.nn.modules._functions import backward_hook_function
 
 
 def _scale_function(base):
@@ -53,17 +55,17 @@ def _identity(base):
     return Identity
 
 
-def _node_hooks_on_an_identity(lib, base):
+def _node_hooks_on_an_identity(lib, apply):
     x = lib.tensor([1.0, 2.0], requires_grad=True)
     u = lib.tensor([5.0, 5.0])
-    out, passive = _identity(base).apply(x, u)
+    out, passive = apply(x, u)
     assert out is not x and passive is not u and not passive.requires_grad and passive.grad_fn is None
     calls = []
     out.grad_fn.register_prehook(lambda grad_outputs: calls.append(("pre", _listed(grad_outputs))))
     out.grad_fn.register_hook(lambda grad_inputs, grad_outputs: calls.append(
         ("post", _listed(grad_inputs), _listed(grad_outputs))))
     (out * 2).sum().backward()
-    return calls, np.asarray(x.grad).tolist(), len(out.grad_fn.next_functions)
+    return calls, np.asarray(x.grad).tolist(), out.grad_fn.name(), len(out.grad_fn.next_functions)
 
 
 def _listed(grads):
@@ -73,9 +75,26 @@ def _listed(grads):
 def test_node_hooks_on_an_identity_function_see_what_torchs_see():
     """What MODULE-BACKWARD's BackwardHookFunction relies on: pre-hooks get the raw gradients (None for an
     output without one), hooks get backward's results (materialized zeros) and the raw gradients."""
-    ours = _node_hooks_on_an_identity(modulecraft, autograd.Function)
-    theirs = _node_hooks_on_an_identity(torch, torch.autograd.Function)
+    ours = _node_hooks_on_an_identity(modulecraft, _identity(autograd.Function).apply)
+    theirs = _node_hooks_on_an_identity(torch, _identity(torch.autograd.Function).apply)
     assert ours == theirs
+
+
+def test_the_identity_node_of_module_backward_hooks_behaves_as_torchs_function():
+    """modulecraft records torch's BackwardHookFunction as a node of its own, without Function.apply: the same
+    node name, edges, hooks' view and gradients; with one tensor and no hook it runs on the engine's plain path."""
+    ours = _node_hooks_on_an_identity(modulecraft, lambda *tensors: backward_hook_function(list(tensors))[0])
+    theirs = _node_hooks_on_an_identity(torch, BackwardHookFunction.apply)
+    assert ours == theirs
+    assert ours[2] == "BackwardHookFunctionBackward"
+    gradients = []
+    for lib, apply in ((modulecraft, lambda tensor: backward_hook_function([tensor])[0]),
+                       (torch, BackwardHookFunction.apply)):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        (out,) = apply(x * 1)
+        (out * 3).sum().backward()
+        gradients.append(np.asarray(x.grad).tolist())
+    assert gradients[0] == gradients[1] == [3.0, 3.0]
 
 
 def _saving(base):

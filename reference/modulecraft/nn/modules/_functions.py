@@ -20,6 +20,9 @@ class BackwardHookFunctionBackward(Node):
 
     __slots__ = ("num_outputs", "_output_meta")
 
+    def backward(self, grad):
+        return (grad,)
+
     def apply(self, grads: list) -> tuple:
         return tuple([np.zeros(shape, dtype) if grad is None else grad
                       for grad, (shape, dtype) in zip(grads, self._output_meta)])
