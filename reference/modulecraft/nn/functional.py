@@ -87,11 +87,7 @@ class ReluBackward0(Node):
 
     def backward(self, grad):
         (out,) = self.saved_values()
-        # 0 where the output is 0, as torch's threshold_backward: a product with the mask would give -0.0 for
-        # a negative gradient (printed "-0.") and NaN for an infinite one.
-        grad_input = np.zeros(out.shape, grad.dtype)
-        np.copyto(grad_input, grad, where=out > 0)
-        return (grad_input,)
+        return (grad * (out > 0),)
 
 
 def relu(input, inplace: bool = False):
