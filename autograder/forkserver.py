@@ -1,8 +1,9 @@
 """Grading kernels forked from a server that has already imported what every kernel imports.
 
 A grading kernel spends most of its start-up importing the same modules for every submission: ipykernel,
-IPython, numpy, modulecraft. Each grading process keeps one server that imports them once; every kernel is a
-fork of it, confined (namespaces, limits, unprivileged user) before it runs one line of the submission.
+IPython, numpy, modulecraft. A server imports them once (one per grading process, shared with the processes it
+forks: the local pool's workers); every kernel is a fork of it, confined (namespaces, limits, unprivileged
+user) before it runs one line of the submission.
 
 jupyter_client still launches and manages one ordinary process per kernel: a stub (this file run as a script,
 without site-packages, so it starts in milliseconds) that hands the server its request and its stdio, relays
@@ -211,6 +212,17 @@ class Server:
         listener.close()
         self.pid = os.getpid()
         atexit.register(self.stop)
+
+    def running(self) -> bool:
+        """Whether the server runs, asked by the process that started it or by one forked from it (which cannot
+        wait for it: an ended server stays a zombie until its parent does)."""
+        if os.getpid() == self.pid:
+            return self.process.poll() is None
+        try:
+            with open(f"/proc/{self.process.pid}/stat") as stat:
+                return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+        except FileNotFoundError:
+            return False
 
     def stop(self) -> None:
         """End the server (closing its stdin) and wait for it; a forked copy of this object leaves it alone."""

@@ -25,6 +25,7 @@ finds every slot taken waits for one.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import fcntl
 import functools
@@ -38,6 +39,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from queue import Empty
 
@@ -395,11 +397,26 @@ _server: forkserver.Server | None = None
 
 
 def kernel_server() -> forkserver.Server:
-    """This process's forkserver (a forked grading worker starts its own)."""
+    """The forkserver of this process, or the one of the process it was forked from (`shared_kernel_server`);
+    a new one if that one has ended."""
     global _server
-    if _server is None or _server.pid != os.getpid() or _server.process.poll() is not None:
+    if _server is None or not _server.running():
         _server = forkserver.Server()
     return _server
+
+
+@contextlib.contextmanager
+def shared_kernel_server() -> Iterator[None]:
+    """A new forkserver for the processes this one forks meanwhile (the local pool's workers): one server's
+    start-up per grading run, not one per worker. New, because a server keeps the $PYTHONPATH (sys.path) and
+    modules of its start; ended with the run."""
+    global _server
+    previous, _server = _server, forkserver.Server()
+    try:
+        yield
+    finally:
+        _server.stop()
+        _server = previous
 
 
 def blocked_ancestors(needed: list[Path]) -> dict[Path, set[str]]:
