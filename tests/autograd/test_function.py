@@ -73,8 +73,8 @@ def _listed(grads):
 
 
 def test_node_hooks_on_an_identity_function_see_what_torchs_see():
-    """What MODULE-BACKWARD's BackwardHookFunction relies on: pre-hooks get the raw gradients (None for an
-    output without one), hooks get backward's results (materialized zeros) and the raw gradients."""
+    """Pre-hooks get the raw gradients (None for an output without one), hooks get backward's results
+    (materialized zeros) and the raw gradients; module backward hooks rely on this (next test)."""
     ours = _node_hooks_on_an_identity(modulecraft, _identity(autograd.Function).apply)
     theirs = _node_hooks_on_an_identity(torch, _identity(torch.autograd.Function).apply)
     assert ours == theirs

@@ -15,15 +15,18 @@ class BackwardHookFunctionBackward(Node):
     torch records it through a custom ``autograd.Function``; here it is a node of its own, which behaves the
     same (name, ``next_functions``, one output per tensor, hooks, zeros for an output that received no
     gradient, as a Function's ``materialize_grads``) without the generic ``Function.apply`` and its ctx: a
-    hooked module records two of these per call.
+    hooked module records two of these per call. Not mirrored: the ctx attributes torch's node also carries
+    (``needs_input_grad``, ``saved_tensors``...).
     """
 
     __slots__ = ("num_outputs", "_output_meta")
 
     def backward(self, grad):
+        """One tensor: the engine's plain path (no hook on the node)."""
         return (grad,)
 
     def apply(self, grads: list) -> tuple:
+        """Several tensors, or hooks on the node: each gradient passed on, zeros for one that never came."""
         return tuple([np.zeros(shape, dtype) if grad is None else grad
                       for grad, (shape, dtype) in zip(grads, self._output_meta)])
 
