@@ -83,6 +83,11 @@ def linear(input, weight, bias=None):
 
 # ---- activations and dropout --------------------------------------------------------------------------------
 class ReluBackward0(Node):
+    """Passes the gradient where the output is positive. A documented difference: elsewhere numpy's product gives
+    ``-0.0`` for a negative incoming gradient (``nan`` for an infinite one) where torch writes ``0.0``. ``-0.0``
+    equals ``0.0``, only its printed sign differs; an exact mask (``np.where``, ``copyto(where=)``) costs ten times
+    as much in numpy."""
+
     __slots__ = ()
 
     def backward(self, grad):
