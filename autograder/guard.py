@@ -39,8 +39,9 @@ that quote hidden tests (`integrity`, `feedback`).
 (class level) and of their live objects (instance level); IPython's cell rewriting and exception hooks,
 pre/post-run callbacks and map of the cells' file names; another audit hook; changed code of library
 functions; what can run code later at a time of its own: `gc.callbacks`, a Python signal handler (which also
-receives the running frame), a thread the notebook started that is still running; a ctypes union made by the
-notebook; and classes created since `install()` whose instances compare equal to values they cannot know
+receives the running frame; the guard's own DEADLINE_SIGNAL handler, changed in any way), a thread the notebook
+started that is still running; a ctypes union made by the notebook; an FFI loaded into a kernel that had none;
+and classes created since `install()` whose instances compare equal to values they cannot know
 (always-equal objects, whatever their names; a comparison answering None, as typing stubs do, is no answer).
 
 Limits (CPython cannot confine code within one process):
@@ -48,11 +49,15 @@ Limits (CPython cannot confine code within one process):
   replaced `np.allclose` that puts the original back when it is called); nor a thread started with `_thread`
   directly, or one of a class claiming a library's module name; nor an always-equal class that the notebook
   lets the garbage collector take (`gc.collect()`) before the next check; nor a `__ne__` answering None.
-- ctypes, which numpy has already imported, reads and writes any memory through calls CPython 3.11 does not
-  audit (`ctypes.memmove`, `ctypes.cast`, `c_char_p(address).value`, a union of a pointer and an int; only
-  `string_at`, `from_address`, `addressof` and `PyObj_FromPtr` are audited and refused, and unions reported),
-  so code written to find the key in memory could sign a forged verdict. Only a kernel process that never
-  loaded `_ctypes` is safe from this; `install()` works in one (without the cell-deadline timer).
+- Code in the kernel can read and write any memory without an audit event, so code written to find the key
+  (or the hook's state) in memory could sign a forged verdict. numpy alone does it: an array made from an
+  object's `__array_interface__` (any address, even on a SimpleNamespace) or by `as_strided` (any offset).
+  ctypes adds calls to any C function. In a kernel that has an FFI loaded at `install()` (today's, whose fork
+  server imported numpy with ctypes available), only ctypes' audited access (`string_at`, `from_address`,
+  `addressof`, `PyObj_FromPtr`) is refused and unions made by the notebook reported; `memmove`, `cast`,
+  `c_char_p(address).value` and `ctypes.pythonapi` calls are not audited by CPython 3.11. In a kernel that
+  has none (no `_ctypes`/`_cffi_backend` type alive, whatever `sys.modules` says), every later import of one is
+  refused, with an ImportError saying what to do, and one found loaded anyway is reported.
 """
 import _thread
 import ast
@@ -92,6 +97,17 @@ CODE_ATTRIBUTES = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
 # callback or a timer would undo after the test's checks is still there at its end.
 CHECKED_AT = frozenset({"verify", "passed"})
 IMMUTABLE_TYPE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE: classes nobody can patch
+HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: classes made at run time (a C extension's own types are not)
+# The foreign function interfaces: the extensions (by their types' __module__) and every module name whose
+# import would load one. Once loaded, an extension stays in memory whatever sys.modules says.
+FFI_EXTENSIONS = frozenset({"_ctypes", "_cffi_backend"})
+FFI_MODULES = FFI_EXTENSIONS | {"ctypes", "cffi"}
+FFI_REFUSED = ("ctypes (and packages built on it, such as scipy and scikit-learn) is not available while grading: "
+               "graded code can use numpy only; import such packages in a cell that is skipped while grading, under "
+               "`if not os.environ.get(\"MODULECRAFT_GRADING\"):`, as the course's comparisons with torch are")
+# Raised in the main thread by the guard's cell-deadline timer (`_thread.interrupt_main`): a real-time signal no
+# library uses, whose Python handler (the guard's) ends an overdue cell with KeyboardInterrupt.
+DEADLINE_SIGNAL = signal.SIGRTMAX
 
 
 class _Stranger:
@@ -115,8 +131,22 @@ def install(cell_deadline=None):
         shell.ast_transformers.append(_BeforeRun())
         shell.events.register("post_run_cell", _after_cell)
     checks = _Checks(interrupt)
+    if checks.ffi_free:  # keep it so: a hook of its own, holding no secret (its traceback reaches the notebook)
+        sys.addaudithook(_refuse_ffi_imports())
     sign = _hashlib.hmac_new(key, digestmod="sha256") if key else None
     sys.addaudithook(_hook(sign, checks, sys.stdout.write, sys.stdout.flush))
+
+
+def _refuse_ffi_imports(ffi=FFI_MODULES, message=FFI_REFUSED, split=str.split):
+    """An audit hook that fails every later import of an FFI (ctypes, cffi) with an ImportError saying why:
+    `import`, `importlib`, `imp` and `_imp.create_dynamic` (a spec of any name whose last part names the
+    extension's init function) all raise the audit event "import" with the module's name before loading it."""
+
+    def refuse(event, args):
+        if event == "import" and not ffi.isdisjoint(split(args[0], ".")):
+            raise ImportError(message, name=args[0])
+
+    return refuse
 
 
 def _before_cell(info):
@@ -298,7 +328,9 @@ class _Checks:
         self.threads = set(threading.enumerate())
         self.gc_callbacks = tuple(map(id, gc.callbacks))
         self.signal_handlers = _signal_handlers()
-        self.ctypes_unions = _ctypes_unions()
+        ffi = _ffi_types(self.classes.values())
+        self.ffi_free = not ffi  # whether this process never loaded an FFI (nothing reads memory through one)
+        self.ctypes_unions = _ctypes_unions(ffi)
         self.honest = {}  # classes made since install() that compare honestly (see _always_equal)
 
     def _watch(self, owner, owner_name, names):
@@ -416,10 +448,14 @@ class _Checks:
         problems += [f"thread {thread.name!r}, started by the notebook, is running"
                      for thread in threading.enumerate() if thread not in self.threads and not self.is_ours(thread)]
         problems += [f"a handler for signal {number} was set" for number, handler in _signal_handlers().items()
-                     if handler is not self.signal_handlers.get(number) and callable(handler)]
+                     if handler is not self.signal_handlers.get(number)
+                     and (callable(handler) or number == DEADLINE_SIGNAL)]
         new_classes = [cls for key, cls in _all_classes().items() if key not in self.classes]
         problems += [f"the notebook made the ctypes union {cls.__qualname__!r} (it reads any memory)"
                      for cls in new_classes if issubclass(cls, self.ctypes_unions)]
+        if self.ffi_free:
+            problems += [f"the FFI {name} was loaded into the kernel"
+                         for name in sorted({cls.__module__ for cls in _ffi_types(new_classes)})]
         problems += [f"class {name!r} compares equal to anything" for name in _always_equal(new_classes, self.honest)]
         return problems
 
@@ -430,14 +466,16 @@ def _signal_handlers():
             if number not in (signal.SIGKILL, signal.SIGSTOP)}
 
 
-def _ctypes_unions():
+def _ffi_types(classes, flags=type.__dict__["__flags__"].__get__, module=type.__dict__["__module__"].__get__):
+    """The types of a loaded FFI extension among `classes`: static types (not made at run time) of its module.
+    Read with type's own getters: a class's metaclass could answer otherwise."""
+    return [cls for cls in classes if not flags(cls) & HEAP_TYPE and module(cls) in FFI_EXTENSIONS]
+
+
+def _ctypes_unions(ffi_types):
     """What a ctypes union derives from: a union of a pointer and an integer reads any address, unaudited.
     (Other ctypes types are made by libraries as they load, e.g. scikit-learn's threadpoolctl.)"""
-    try:
-        import _ctypes
-    except ImportError:
-        return ()
-    return (_ctypes.Union,)
+    return tuple(cls for cls in ffi_types if cls.__name__ == "Union" and cls.__module__ == "_ctypes")
 
 
 def _changed(before, after):
@@ -560,24 +598,21 @@ def _ipython_hooks(shell):
     }
 
 
-def _stop_cells_after(seconds):
-    """Raise KeyboardInterrupt in a cell still running `seconds` after it started; returns what the timers
-    call (which tells the guard's own threads from the notebook's).
+def _stop_cells_after(seconds, interrupt_main=_thread.interrupt_main):
+    """End a cell still running `seconds` after it started with KeyboardInterrupt; returns what the timers call
+    (which tells the guard's own threads from the notebook's).
 
     The grader interrupts a cell at the time limit with SIGINT, which a cell can ignore; nbclient then gives up
-    on the whole notebook. Raised from a timer thread into the main thread, the KeyboardInterrupt ends such a
-    cell too, so the rest of the notebook is still graded."""
-    try:
-        import ctypes
-    except ImportError:  # a kernel without an FFI: such a cell ends when the grader kills the kernel
-        return None
-
-    main = threading.main_thread().ident
-    set_async_exc = ctypes.pythonapi.PyThreadState_SetAsyncExc
+    on the whole notebook. A timer thread trips the guard's own DEADLINE_SIGNAL in the main thread
+    (`_thread.interrupt_main`, no FFI needed: it sends nothing, and does nothing unless Python handles the
+    signal), whose handler raises KeyboardInterrupt there: such a cell ends too, and the rest is still graded."""
     timers = []
 
+    def stop_the_cell(signum, frame):
+        raise KeyboardInterrupt
+
     def interrupt():
-        set_async_exc(ctypes.c_ulong(main), ctypes.py_object(KeyboardInterrupt))
+        interrupt_main(DEADLINE_SIGNAL)
 
     def start(*_):
         timers.append(threading.Timer(seconds, interrupt))
@@ -588,6 +623,7 @@ def _stop_cells_after(seconds):
         while timers:
             timers.pop().cancel()
 
+    signal.signal(DEADLINE_SIGNAL, stop_the_cell)
     shell = _shell()
     shell.events.register("pre_run_cell", start)
     shell.events.register("post_run_cell", stop)

@@ -28,7 +28,7 @@ from traitlets.config import Config
 
 from . import config as course_config
 from . import feedback, sandbox
-from .guard import EVENT, MARK
+from .guard import EVENT, FFI_REFUSED, MARK
 
 UNGRADABLE = ("not a valid notebook", "not a notebook of chapter", "no notebook was submitted")
 GUARD_KEY = "modulecraft_guard"  # cell metadata key of inserted guard cells
@@ -253,7 +253,9 @@ def _limits_of(cell, index: int) -> list[str]:
         if output.get("output_type") != "error":
             continue
         ename, evalue = output.get("ename", ""), str(output.get("evalue", ""))
-        if ename == "MemoryError":
+        if FFI_REFUSED in evalue + "".join(map(str, output.get("traceback", []))):  # also a cause: scipy's own
+            found.append(f"cell {name}: {FFI_REFUSED}")
+        elif ename == "MemoryError":
             found.append(f"cell {name} ran out of memory (the limit is {sandbox.MEMORY_LIMIT_MB} MB)")
         elif "Resource temporarily unavailable" in evalue or "can't start new thread" in evalue:
             found.append(f"cell {name} hit the limit of {sandbox.PROCESS_LIMIT} processes and threads")

@@ -75,6 +75,7 @@ class CheckResult:
     chapter: str
     tests: list[TestResult]
     problems: list[str]  # why the grade would need a person's look in class (tampering, crash, ...)
+    notes: list[str] = dataclasses.field(default_factory=list)  # what went wrong but was graded (limits hit)
 
     @property
     def score(self) -> float:
@@ -93,6 +94,7 @@ class CheckResult:
             first, *rest = test.feedback.splitlines() or [""]
             lines += [head + first, *(" " * len(head) + line for line in rest)]
         lines += [f"  ! {problem}" for problem in self.problems]
+        lines += [f"  - {note}" for note in self.notes]
         lines.append(f"Total: {self.score:g}/{self.max_score:g}")
         return "\n".join(lines)
 
@@ -122,7 +124,7 @@ def check_notebook(notebook, chapter: str | None = None, source=None) -> CheckRe
         course.submit(LEARNER, chapter, notebook)
         outcome = grade_submission(str(course.root), course.course_id, LEARNER, chapter, hold=False)
         tests = _test_results(course, chapter) if outcome.max_score or not outcome.needs_review else []
-    return CheckResult(notebook, chapter, tests, outcome.needs_review)
+    return CheckResult(notebook, chapter, tests, outcome.needs_review, outcome.notes)
 
 
 def _test_results(course, chapter: str) -> list[TestResult]:

@@ -210,7 +210,7 @@ ATTACKS = {
 WITHOUT_DEFENCES = """import autograder.guard as g
 g._answers = lambda result: result is not NotImplemented
 g.CHECKED_AT = frozenset(["verify"])
-g._ctypes_unions = lambda: ()
+g._ctypes_unions = lambda ffi_types: ()
 g.EXPOSING = g.EXPOSING - frozenset(["ctypes.PyObj_FromPtr"])
 g._Checks.outside_the_cells = lambda self: True
 """

@@ -1,0 +1,140 @@
+"""The guard in a kernel that never loaded an FFI (`_ctypes`, `_cffi_backend`): every way to load one later is
+refused with an ImportError that says what to do, and the guard's cell deadline needs none.
+
+Each kernel is an IPython shell in a fresh interpreter started here, with the FFI kept out before numpy as the
+grading server keeps it out, so these tests do not depend on how the server starts kernels. Each defence is
+also taken out in a kernel of its own (before `install()`, so not seen as tampering), where the attempt works.
+"""
+import json
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+from autograder import guard, integrity
+
+DRIVER = """import json, sys
+if json.loads(sys.argv[1]):
+    sys.modules['_ctypes'] = sys.modules['_cffi_backend'] = None  # as the grading server starts
+import numpy
+from IPython.core.interactiveshell import InteractiveShell
+shell = InteractiveShell.instance()
+shown = []  # the traceback lines a kernel sends as the cell's error output
+shell._showtraceback = lambda etype, evalue, lines: shown.append(lines)
+for cell in json.loads(sys.argv[2]):
+    error = shell.run_cell(cell).error_in_exec
+    print("RESULT", json.dumps(error and [type(error).__name__, str(error), shown.pop()]), flush=True)
+"""
+INSTALL = integrity.INSTALL.format(deadline=1)
+VERIFY = f"__import__('sys').audit({guard.EVENT!r}, 'verify', 'nonce', '')"
+# A walk over every class alive: the FFI's own types are there once it was loaded, whatever sys.modules says.
+FFI_TYPES = """found, stack = set(), [object]
+while stack:
+    for sub in type.__subclasses__(stack.pop()):
+        if sub not in found:
+            found.add(sub)
+            stack.append(sub)
+print("FFI types:", sorted({cls.__module__ for cls in found} & {"_ctypes", "_cffi_backend"}))"""
+CTYPES_FILE = ("import glob, sys\n"
+               "path = glob.glob(sys.base_prefix + '/lib/python3.11/lib-dynload/_ctypes.cpython-*.so')[0]\n")
+ATTEMPTS = {
+    "import": "import ctypes",
+    "its-entry-deleted": "import sys\ndel sys.modules['_ctypes']\nimport _ctypes",
+    "import_module": "import importlib, sys\nsys.modules.pop('_ctypes', None)\nimportlib.import_module('_ctypes')",
+    "spec-from-file": CTYPES_FILE + "import importlib.util\n"
+                      "importlib.util.module_from_spec(importlib.util.spec_from_file_location('_ctypes', path))",
+    # Any name whose last part names the extension's init function (PyInit__ctypes) loads it.
+    "spec-under-another-name": CTYPES_FILE + "import importlib.util\nimportlib.util.module_from_spec("
+                                             "importlib.util.spec_from_file_location('disguised._ctypes', path))",
+    "imp": CTYPES_FILE + "import imp\nimp.load_dynamic('_ctypes', path)",
+    "create_dynamic": CTYPES_FILE + "import _imp, importlib.machinery\n"
+                                    "_imp.create_dynamic(importlib.machinery.ModuleSpec('_ctypes', None, origin=path))",
+    "cffi": "import sys\nsys.modules.pop('_cffi_backend', None)\nimport _cffi_backend",
+}
+WITHOUT_THE_REFUSAL = "import autograder.guard as g\ng._refuse_ffi_imports = lambda: (lambda event, args: None)\n"
+IGNORES_SIGINT = """import signal, time
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+end = time.monotonic() + 4
+while time.monotonic() < end:
+    pass
+print("ran to its end")"""
+WITHOUT_THE_DEADLINE = "import autograder.guard as g\ng._stop_cells_after = lambda seconds: None\n"
+
+
+def run_kernel(tmp_path, cells, ffi_free=True):
+    """Run `cells` in a fresh IPython shell (in `tmp_path`, with a key for the guard); per cell, its error
+    ([type, message] or None) and the lines it printed."""
+    (tmp_path / guard.KEY_FILE).write_bytes(b"k" * 32)
+    done = subprocess.run([sys.executable, "-c", DRIVER, json.dumps(ffi_free), json.dumps(cells)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    results, printed = [], []
+    for line in done.stdout.splitlines():
+        if line.startswith("RESULT "):
+            results.append((json.loads(line.removeprefix("RESULT ")), printed))
+            printed = []
+        else:
+            printed.append(line)
+    assert len(results) == len(cells), done.stdout + done.stderr
+    return results
+
+
+@pytest.mark.parametrize("attempt", ATTEMPTS)
+def test_every_way_to_load_an_ffi_is_refused_saying_what_to_do(tmp_path, attempt):
+    install, tried, verify, types = run_kernel(tmp_path, [INSTALL, ATTEMPTS[attempt], VERIFY, FFI_TYPES])
+    assert install[0] is None
+    assert tried[0][:2] == ["ImportError", guard.FFI_REFUSED], tried
+    assert "MODULECRAFT_GRADING" in guard.FFI_REFUSED
+    assert verify[1][0].startswith(f"{guard.MARK} nonce ok "), verify
+    assert types[1] == ["FFI types: []"]
+
+
+@pytest.mark.parametrize("attempt", ATTEMPTS)
+def test_without_the_refusal_each_way_loads_it_and_the_next_check_reports_it(tmp_path, attempt):
+    install, tried, verify, types = run_kernel(tmp_path, [WITHOUT_THE_REFUSAL + INSTALL, ATTEMPTS[attempt], VERIFY,
+                                                          FFI_TYPES])
+    assert install[0] is None
+    if attempt == "import":  # stopped by the server's None entry, with a message that says nothing useful
+        assert tried[0][:2] == ["ModuleNotFoundError", "import of _ctypes halted; None in sys.modules"], tried
+        return
+    assert tried[0] is None, tried
+    module = "_cffi_backend" if attempt == "cffi" else "_ctypes"
+    assert f"the FFI {module} was loaded into the kernel" in verify[1][0], verify
+    assert types[1] == [f"FFI types: {[module]}"]
+
+
+def test_the_learner_hears_why_scikit_learn_cannot_be_imported(tmp_path):
+    """scipy replaces the ImportError with its own ("install ... seems to be broken"): the grader finds the
+    refusal in the traceback and tells the learner (the report's notes, the self-check)."""
+    _, tried = run_kernel(tmp_path, [INSTALL, "from sklearn.model_selection import train_test_split"])
+    ename, evalue, traceback = tried[0]
+    assert ename == "ImportError" and guard.FFI_REFUSED not in evalue
+    cell = nbformat.v4.new_code_cell(metadata={"nbgrader": {"grade_id": "split"}})
+    cell.outputs = [nbformat.v4.new_output("error", ename=ename, evalue=evalue, traceback=traceback)]
+    assert integrity._limits_of(cell, 0) == [f"cell split: {guard.FFI_REFUSED}"]
+    cell.outputs[0].traceback = []
+    assert integrity._limits_of(cell, 0) == []
+
+
+def test_a_kernel_with_ctypes_already_loaded_keeps_it(tmp_path):
+    """Today's server imports numpy with ctypes available: nothing to keep out, ctypes' use is reported."""
+    _, tried, verify = run_kernel(tmp_path, [INSTALL, "import ctypes\nctypes.sizeof(ctypes.c_int)", VERIFY],
+                                  ffi_free=False)
+    assert tried[0] is None
+    assert verify[1][0].startswith(f"{guard.MARK} nonce ok "), verify
+
+
+def test_the_deadline_ends_a_cell_that_ignores_sigint_without_an_ffi(tmp_path):
+    _, looping, after, verify = run_kernel(tmp_path, [INSTALL, IGNORES_SIGINT, "print('next cell')", VERIFY])
+    assert looping[0][:2] == ["KeyboardInterrupt", ""] and "ran to its end" not in looping[1]
+    assert after == (None, ["next cell"])
+    assert verify[1][0].startswith(f"{guard.MARK} nonce ok "), verify  # the guard's own timer and handler
+    _, looping = run_kernel(tmp_path, [WITHOUT_THE_DEADLINE + INSTALL, IGNORES_SIGINT])
+    assert looping == (None, ["ran to its end"])
+
+
+def test_a_changed_deadline_handler_is_reported(tmp_path):
+    change = "import signal\nimport autograder.guard\nsignal.signal(autograder.guard.DEADLINE_SIGNAL, signal.SIG_IGN)"
+    _, changed, verify = run_kernel(tmp_path, [INSTALL, change, VERIFY])
+    assert changed[0] is None
+    assert f"tampered: a handler for signal {int(guard.DEADLINE_SIGNAL)} was set" in verify[1][0], verify
