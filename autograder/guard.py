@@ -52,6 +52,8 @@ Limits (CPython cannot confine code within one process):
 - Code in the kernel can read and write any memory without an audit event, so code written to find the key
   (or the hook's state) in memory could sign a forged verdict. numpy alone does it: an array made from an
   object's `__array_interface__` (any address, even on a SimpleNamespace) or by `as_strided` (any offset).
+  The refusal of /proc/*/mem goes by the path as written: `/proc/self/task/<id>/mem`, `//proc/self/mem`, a
+  symbolic link or a `dir_fd` get past it (the audit event shows neither the link's target nor the dir_fd).
   ctypes adds calls to any C function. In a kernel that has an FFI loaded at `install()` (today's, whose fork
   server imported numpy with ctypes available), only ctypes' audited access (`string_at`, `from_address`,
   `addressof`, `PyObj_FromPtr`) is refused and unions made by the notebook reported; `memmove`, `cast`,
