@@ -1,20 +1,27 @@
-"""Grading kernels forked from a server that has already imported what every kernel imports.
+"""Grading kernels forked from a server that has already imported what every kernel imports, and never an FFI.
 
 A grading kernel spends most of its start-up importing the same modules for every submission: ipykernel,
-IPython, numpy, modulecraft. A server imports them once (one per grading process, shared with the processes it
-forks: the local pool's workers); every kernel is a fork of it, confined (namespaces, limits, unprivileged
-user) before it runs one line of the submission.
+IPython, numpy, modulecraft. Each grading process keeps one server that imports them once; every kernel is a
+fork of it, confined (limits, unprivileged user, its own view of the file system) before it runs one line of
+the submission.
+
+The server never loads ctypes or cffi (numpy, IPython and ipykernel work without them): a kernel forked from it
+has no foreign-function interface in its memory, and the tamper guard refuses to let the notebook load one.
+What needs system calls Python lacks (mount(2)) is done by the mounter, a child the server forks before it
+imports anything, which alone loads ctypes. When grading runs as root the server starts in new mount, PID and
+network namespaces with no new privileges (`unshare`, `setpriv`): it is PID 1 there (when it ends, every
+kernel ends), kernels have no network, and the mounter builds each kernel's view of the file system in the
+server's mount namespace and takes it down after the kernel, one kernel at a time.
 
 jupyter_client still launches and manages one ordinary process per kernel: a stub (this file run as a script,
 without site-packages, so it starts in milliseconds) that hands the server its request and its stdio, relays
 the signals it gets to the kernel, and exits with the kernel's status. Killing the stub kills the kernel.
 
-    stub --request, stdio--> server --fork--> keeper --fork, in new PID, mount, network namespaces--> kernel (PID 1)
+    stub --request, stdio--> server (mounter: the kernel's mounts) --fork--> keeper --fork--> kernel
 
 The keeper is the kernel's parent: it waits for it, forwards signals, and kills it if the stub goes away.
 """
 import atexit
-import ctypes
 import json
 import os
 import select
@@ -24,10 +31,8 @@ import subprocess
 import sys
 import traceback
 
-CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x20000000, 0x40000000
-MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 8, 1 << 12, 1 << 14, 1 << 18
+MS_BIND = 1 << 12
 MNT_DETACH = 2
-PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 4, 24, 38
 RELAYED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 # What every chapter's kernel imports, and what IPKernelApp.initialize imports (its magics, debugger, tornado
 # queues: 8 ms a kernel); debugpy is blocked: ipykernel would import it (and its pydevd) at start-up, a third of
@@ -36,6 +41,11 @@ PRELOAD = ("ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.zmqshell", "i
            "IPython.core.debugger", "IPython.core.completerlib", "IPython.extensions.storemagic", "tornado.queues",
            "tornado.platform.asyncio", "cProfile", "faulthandler", "numpy", "modulecraft.nn", "modulecraft.checks",
            "modulecraft.viz", "autograder.guard", "autograder.selfcheck")
+FFI = ("_ctypes", "ctypes", "_cffi_backend", "cffi")  # never imported by the server, hence by no kernel
+# The server's start in its own namespaces (root only), without new privileges (nor do kernels gain any).
+NAMESPACES = ("unshare", "--mount", "--pid", "--net", "--fork", "--kill-child", "--mount-proc",
+              "--propagation", "slave")
+NO_NEW_PRIVILEGES = ("setpriv", "--no-new-privs")
 REQUEST_LIMIT = 1 << 20
 
 
@@ -58,12 +68,15 @@ def stub(server_name: str, spec: str, kernel_args: list[str]) -> int:
 
 # -- the server ----------------------------------------------------------------------------------------------
 def serve(listener: socket.socket) -> None:
-    """Import what kernels need, then fork a keeper per connection until the grading process closes stdin
-    (it ended)."""
-    sys.modules["debugpy"] = None  # `import debugpy` raises ImportError: ipykernel starts without its debugger
+    """Start the mounter, import what kernels need (no FFI), then serve one kernel at a time until the grading
+    process closes stdin (it ended)."""
+    mounter = Mounter()
+    for name in FFI:
+        sys.modules[name] = None  # `import ctypes` raises ImportError (numpy and ipykernel do without)
+    sys.modules["debugpy"] = None  # ipykernel starts without its debugger
     for module in PRELOAD:
         __import__(module)
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # finished keepers vanish: no zombies to wait for
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children (and, as PID 1, orphans) vanish: no zombies
     while True:
         ready, _, _ = select.select([listener, sys.stdin], [], [])
         if sys.stdin in ready:
@@ -72,15 +85,36 @@ def serve(listener: socket.socket) -> None:
         if _peer_uid(connection) != os.getuid():  # only the grading process's user may ask (kernels are others)
             connection.close()
             continue
-        if os.fork() == 0:
-            listener.close()
-            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        if not serve_kernel(connection, mounter):
+            return
+
+
+def serve_kernel(connection: socket.socket, mounter: "Mounter") -> bool:
+    """One kernel: its mounts, its keeper until the kernel has ended, its mounts taken down. False: the grading
+    process ended meanwhile."""
+    message, fds, _, _ = socket.recv_fds(connection, REQUEST_LIMIT, 3)
+    request = json.loads(message)
+    try:
+        mounter.run(request["mounts"])
+        keeper = os.fork()
+        if keeper == 0:
             code = 1
             try:
-                code = keep(connection)
+                code = keep(connection, request, fds)
             finally:
                 os._exit(code)
+        ended = os.pidfd_open(keeper)
+        ready, _, _ = select.select([ended, sys.stdin], [], [])
+        os.close(ended)
+        return sys.stdin not in ready
+    except OSError:
+        traceback.print_exc()  # the stub gets no status: jupyter_client reports a kernel that died
+        return True
+    finally:
+        for fd in fds:
+            os.close(fd)
         connection.close()
+        mounter.run("undo")
 
 
 def _peer_uid(connection: socket.socket) -> int:
@@ -88,14 +122,10 @@ def _peer_uid(connection: socket.socket) -> int:
     return int.from_bytes(credentials[4:8], sys.byteorder)
 
 
-def keep(stub_connection: socket.socket) -> int:
+def keep(stub_connection: socket.socket, request: dict, fds: list[int]) -> int:
     """The keeper: start the kernel, relay the stub's signals to it, report its exit."""
-    message, fds, _, _ = socket.recv_fds(stub_connection, REQUEST_LIMIT, 3)
-    request = json.loads(message)
-    if request["namespaces"]:
-        _libc_call("unshare", CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET)  # no network at all
-        _libc_call("mount", b"none", b"/", None, MS_REC | MS_PRIVATE, None)
-    kernel = os.fork()  # in new namespaces: PID 1 of its own, every process it leaves dies with it
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    kernel = os.fork()
     if kernel == 0:
         stub_connection.close()
         try:
@@ -119,10 +149,6 @@ def keep(stub_connection: socket.socket) -> int:
 
 def become_kernel(request: dict, stdio: list[int]) -> None:
     """Confine this process as the request says, then run the kernel in it (as a fresh process would)."""
-    _libc_call("prctl", PR_SET_PDEATHSIG, signal.SIGKILL)
-    if request["namespaces"]:
-        _libc_call("mount", b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
-        mount_all(request["mounts"])
     for target, fd in enumerate(stdio):
         os.dup2(fd, target)
     os.closerange(3, 1 << 20)  # nothing of the server's or the keeper's stays open in the kernel
@@ -131,10 +157,12 @@ def become_kernel(request: dict, stdio: list[int]) -> None:
     for name, value in request["limits"].items():
         resource.setrlimit(getattr(resource, name), (value, value))
     if request["user"]:
-        _drop_privileges(*request["user"])
-    # Not dumpable: the processes a kernel starts cannot read its memory (ptrace, /proc/<pid>/mem), where the
-    # tamper guard keeps its key.
-    _libc_call("prctl", PR_SET_DUMPABLE, 0, 0, 0, 0)
+        uid, gid = request["user"]
+        # Root's capabilities go with the change of user, and Linux makes a process whose user changed not
+        # dumpable: the processes a kernel starts cannot read its memory (ptrace, /proc/<pid>/mem).
+        os.setgroups([])
+        os.setresgid(gid, gid, gid)
+        os.setresuid(uid, uid, uid)
     os.environ.clear()
     os.environ.update(request["env"])
     _reseed()
@@ -143,38 +171,6 @@ def become_kernel(request: dict, stdio: list[int]) -> None:
     # read from the environment when ipykernel was imported (by the server): set it from the kernel's own
     IPKernelApp.launch_instance(argv=request["args"], parent_handle=int(os.environ.get("JPY_PARENT_PID") or 0))
     os._exit(0)
-
-
-def mount_all(operations: list[list[str]]) -> None:
-    """Make the kernel's view of the file system (`sandbox.Sandbox._mounts`) with system calls: a shell running
-    `mount` for each cost tens of milliseconds per kernel."""
-    for operation, path, *options in operations:
-        target = path.encode()
-        if operation == "mkdir":
-            os.makedirs(path, exist_ok=True)
-        elif operation == "touch":
-            os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o644))
-        elif operation == "bind":  # `path` onto `options[0]`
-            _libc_call("mount", target, options[0].encode(), None, MS_BIND, None)
-        elif operation == "tmpfs":
-            _libc_call("mount", b"modulecraft", target, b"tmpfs", 0, options[0].encode())
-        elif operation == "hide":  # an empty folder nobody may enter, over what exists there
-            if os.path.exists(path):
-                _libc_call("mount", b"modulecraft-hidden", target, b"tmpfs", 0, b"mode=000,size=4k")
-        elif operation == "detach":
-            _libc_call("umount2", target, MNT_DETACH)
-        else:
-            raise ValueError(f"unknown mount operation {operation!r}")
-
-
-def _drop_privileges(uid: int, gid: int) -> None:
-    cap = 0
-    while _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0:  # until EINVAL: past the last capability
-        cap += 1
-    os.setgroups([])
-    os.setresgid(gid, gid, gid)
-    os.setresuid(uid, uid, uid)
-    _libc_call("prctl", PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
 
 
 def _reseed() -> None:
@@ -186,43 +182,99 @@ def _reseed() -> None:
     numpy.random.seed()
 
 
-_libc = ctypes.CDLL(None, use_errno=True)
+# -- the mounter: the server's only process with ctypes -------------------------------------------------------
+class Mounter:
+    """A child forked before the server imports anything; in the server's mount namespace, it makes a kernel's
+    mounts (`sandbox.Sandbox._mounts`) and takes them down after the kernel."""
+
+    def __init__(self):
+        self.channel, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        if os.fork() == 0:
+            self.channel.close()
+            try:
+                _mount_service(theirs)
+            finally:
+                os._exit(0)
+        theirs.close()
+
+    def run(self, operations) -> None:
+        """Make `operations` (a list), or take down what the last ones made ("undo")."""
+        if not operations:
+            return
+        self.channel.send(json.dumps(operations).encode())
+        answer = self.channel.recv(REQUEST_LIMIT)
+        if answer != b"ok":
+            raise OSError(answer.decode() or "the mounter ended")
 
 
-def _libc_call(name: str, *args) -> None:
-    if getattr(_libc, name)(*args) != 0:
-        error = ctypes.get_errno()
-        raise OSError(error, f"{name}: {os.strerror(error)}")
+def _mount_service(channel: socket.socket) -> None:
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def call(name: str, *args) -> None:
+        if getattr(libc, name)(*args) != 0:
+            error = ctypes.get_errno()
+            raise OSError(error, f"{name} {args[1] if name == 'mount' else args[0]!r}: {os.strerror(error)}")
+
+    mounted: list[bytes] = []
+    while True:
+        message = channel.recv(REQUEST_LIMIT)
+        if not message:
+            return
+        try:
+            operations = json.loads(message)
+            if operations == "undo":
+                while mounted:
+                    libc.umount2(mounted.pop(), MNT_DETACH)
+            else:
+                mount_all(operations, call, mounted)
+            channel.send(b"ok")
+        except OSError as error:
+            channel.send(str(error).encode())
+
+
+def mount_all(operations: list[list[str]], call, mounted: list[bytes]) -> None:
+    """Make a kernel's view of the file system (`sandbox.Sandbox._mounts`), noting each mount in `mounted`."""
+    for operation, path, *options in operations:
+        target = path.encode()
+        if operation == "mkdir":
+            os.makedirs(path, exist_ok=True)
+        elif operation == "touch":
+            os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o644))
+        elif operation == "bind":  # `path` onto `options[0]`
+            call("mount", target, options[0].encode(), None, MS_BIND, None)
+            mounted.append(options[0].encode())
+        elif operation == "tmpfs":
+            call("mount", b"modulecraft", target, b"tmpfs", 0, options[0].encode())
+            mounted.append(target)
+        elif operation == "hide":  # an empty folder nobody may enter, over what exists there
+            if os.path.exists(path):
+                call("mount", b"modulecraft-hidden", target, b"tmpfs", 0, b"mode=000,size=4k")
+                mounted.append(target)
+        elif operation == "detach":
+            call("umount2", target, MNT_DETACH)
+            mounted.remove(target)
+        else:
+            raise ValueError(f"unknown mount operation {operation!r}")
 
 
 # -- the grading process's side ------------------------------------------------------------------------------
 class Server:
     """This process's forkserver, started on first use, gone when this process is."""
 
-    def __init__(self):
+    def __init__(self, namespaces: bool):
         self.name = f"modulecraft-forkserver-{os.getpid()}-{os.urandom(8).hex()}"
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        listener.bind(abstract(self.name))
+        listener.bind(abstract(self.name))  # in this process's network namespace: stubs reach it, kernels do not
         listener.listen(16)
         env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+        command = [*NO_NEW_PRIVILEGES, sys.executable, "-m", "autograder.forkserver", "serve", str(listener.fileno())]
         # stdin is a pipe from this process: when it closes (this process ended), the server ends too.
-        self.process = subprocess.Popen([sys.executable, "-m", "autograder.forkserver", "serve",
-                                         str(listener.fileno())],
+        self.process = subprocess.Popen([*(NAMESPACES if namespaces else ()), *command],
                                         stdin=subprocess.PIPE, pass_fds=[listener.fileno()], env=env)
         listener.close()
         self.pid = os.getpid()
         atexit.register(self.stop)
-
-    def running(self) -> bool:
-        """Whether the server runs, asked by the process that started it or by one forked from it (which cannot
-        wait for it: an ended server stays a zombie until its parent does)."""
-        if os.getpid() == self.pid:
-            return self.process.poll() is None
-        try:
-            with open(f"/proc/{self.process.pid}/stat") as stat:
-                return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-        except FileNotFoundError:
-            return False
 
     def stop(self) -> None:
         """End the server (closing its stdin) and wait for it; a forked copy of this object leaves it alone."""

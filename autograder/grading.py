@@ -32,7 +32,6 @@ import sqlalchemy.exc
 from nbgrader.api import Gradebook
 from nbgrader.preprocessors import AssignLatePenalties, NbGraderPreprocessor, SaveAutoGrades
 
-from . import sandbox
 from .workers import (CourseBundle, GradedSubmission, Outcome, Task, file_sha256, grade_task, nbgrader_api,
                       prepare_worker, read_folder, write_folder)
 
@@ -123,8 +122,8 @@ def _local_pool(root: Path, bundle: CourseBundle, tasks: Iterator[Task], workers
     """(task, result or exception) as they complete, from a pool of `workers` forked processes on this machine,
     with a few tasks per worker queued at a time."""
     context = multiprocessing.get_context("fork")  # callers need no `if __name__ == "__main__"` guard
-    with sandbox.shared_kernel_server(), concurrent.futures.ProcessPoolExecutor(
-            workers, mp_context=context, initializer=prepare_worker, initargs=(bundle, Path(root) / SCRATCH)) as pool:
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context, initializer=prepare_worker,
+                                                initargs=(bundle, Path(root) / SCRATCH)) as pool:
         running = {}
 
         def send_next() -> None:

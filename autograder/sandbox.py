@@ -6,26 +6,28 @@ runs as its own user). When grading runs as root, the kernel also gets, before d
 slot user (`modulecraft-grader-<n>`, one per concurrent kernel so that their process limits and files stay
 apart):
 
-- its own PID namespace: when the kernel exits, every process it left behind (even `setsid()` ones) dies;
-- its own network namespace: no network at all (it talks to the grader over Unix sockets in its folder);
-- its own mount namespace: private `/tmp`, `/var/tmp`, `/run/lock` and `/dev/shm`; the grading folder
-  (gradebook, other submissions) and every repository folder it does not import from (course sources with
-  hidden tests, `.git`, tests) hidden under empty mounts; folders the unprivileged user could not traverse
-  (e.g. an interpreter or a clone under a 0700 home) re-exposed with only what the kernel needs.
+- the forkserver's PID namespace (the server is its PID 1: when it ends, every kernel ends), and the slot
+  user's processes killed after the kernel, even `setsid()` ones;
+- the forkserver's network namespace: no network at all (it talks to the grader over Unix sockets in its
+  folder);
+- the forkserver's mount namespace, where its mounter builds each kernel's view and takes it down after it:
+  fresh `/tmp`, `/var/tmp`, `/run/lock` and `/dev/shm`; the grading folder (gradebook, other submissions) and
+  every repository folder it does not import from (course sources with hidden tests, `.git`, tests) hidden
+  under empty mounts; folders the unprivileged user could not traverse (e.g. an interpreter or a clone under a
+  0700 home) re-exposed with only what the kernel needs; no new privileges (setuid programs grant nothing).
 
 A wall-clock watchdog kills a kernel that outlives the notebook time limit.
 
 Nothing of a kernel outlives it, however it ends (finished, `os._exit`, killed, timed out): as root its
-working folder is a size-limited tmpfs of its own (its disk quota) and its private folders exist only in its
-mount namespace. Clean-up does not depend on jupyter_client calling our manager's clean-up (for a dead
-kernel, nbclient calls the base class's): `ConfinedExecute` closes every sandbox of its notebook once the
-notebook is done. A slot (its user) is an `flock`ed file held by the grading process that runs its kernel:
-a grader that dies frees its slots, the next kernel in that slot removes what it left, and a grader that
-finds every slot taken waits for one.
+working folder is a size-limited tmpfs of its own (its disk quota, mounted under STATE_DIR, a shared mount
+point so that the server's namespace sees it) and its private folders are unmounted after it. Clean-up does
+not depend on jupyter_client calling our manager's clean-up (for a dead kernel, nbclient calls the base
+class's): `ConfinedExecute` closes every sandbox of its notebook once the notebook is done. A slot (its user)
+is an `flock`ed file held by the grading process that runs its kernel: a grader that dies frees its slots, the
+next kernel in that slot removes what it left, and a grader that finds every slot taken waits for one.
 """
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import fcntl
 import functools
@@ -39,7 +41,6 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from queue import Empty
 
@@ -118,8 +119,7 @@ def repository_secrets() -> list[Path]:
 @functools.cache
 def namespaces_available() -> bool:
     """Whether this machine lets root create PID, mount and network namespaces (some containers forbid it)."""
-    probe = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "--mount", "--propagation", "private",
-                            "--net", "true"], capture_output=True)
+    probe = subprocess.run([*forkserver.NAMESPACES, *forkserver.NO_NEW_PRIVILEGES, "true"], capture_output=True)
     return probe.returncode == 0
 
 
@@ -176,6 +176,8 @@ class Sandbox:
         _open.append(self)
         if self.as_root:
             prefix = f"slot{self.slot}-"
+            if namespaces_available():
+                share_state_dir()
             for stale in STATE_DIR.glob(f"{prefix}*"):  # what a dead grader left in this slot: nobody uses it now
                 _remove(stale)
             self.workdir = Path(tempfile.mkdtemp(prefix=prefix + "kernel-", dir=STATE_DIR))
@@ -235,17 +237,17 @@ class Sandbox:
         """The command that starts `kernel_cmd`'s kernel, forked from this process's forkserver, confined."""
         limits = {"RLIMIT_AS": MEMORY_LIMIT_MB * 2**20, "RLIMIT_FSIZE": FILE_SIZE_LIMIT_MB * 2**20,
                   "RLIMIT_NOFILE": OPEN_FILES_LIMIT, "RLIMIT_CPU": course_config.NOTEBOOK_TIMEOUT, "RLIMIT_CORE": 0}
-        spec = {"limits": limits, "user": None, "namespaces": False, "mounts": []}
+        spec = {"limits": limits, "user": None, "mounts": []}
         if self.as_root:
             limits["RLIMIT_NPROC"] = PROCESS_LIMIT
             spec["user"] = [self.user.pw_uid, self.user.pw_gid]
             if namespaces_available():
-                spec.update(namespaces=True, mounts=self._mounts())
+                spec["mounts"] = self._mounts()
         return kernel_server().kernel_command(spec, kernel_cmd)
 
     def _mounts(self) -> list[list[str]]:
         """Rebuild the folders the kernel must not see whole (blocked or shared ones) with only what it needs,
-        then cover what it must not see at all: the operations `forkserver.mount_all` makes in the kernel."""
+        then cover what it must not see at all: the operations the forkserver's mounter makes for the kernel."""
         operations = []
         for n, (folder, children) in enumerate(folders_to_rebuild(kernel_needs())):
             staged = self.stage / str(n)
@@ -397,26 +399,30 @@ _server: forkserver.Server | None = None
 
 
 def kernel_server() -> forkserver.Server:
-    """The forkserver of this process, or the one of the process it was forked from (`shared_kernel_server`);
-    a new one if that one has ended."""
+    """This process's forkserver (a forked grading worker starts its own: a server serves one kernel at a time)."""
     global _server
-    if _server is None or not _server.running():
-        _server = forkserver.Server()
+    if _server is None or _server.pid != os.getpid() or _server.process.poll() is not None:
+        _server = forkserver.Server(running_as_root() and namespaces_available())
     return _server
 
 
-@contextlib.contextmanager
-def shared_kernel_server() -> Iterator[None]:
-    """A new forkserver for the processes this one forks meanwhile (the local pool's workers): one server's
-    start-up per grading run, not one per worker. New, because a server keeps the $PYTHONPATH (sys.path) and
-    modules of its start; ended with the run."""
-    global _server
-    previous, _server = _server, forkserver.Server()
-    try:
-        yield
-    finally:
-        _server.stop()
-        _server = previous
+MS_SHARED = 1 << 20
+
+
+def share_state_dir() -> None:
+    """Make STATE_DIR a shared mount point (once per machine), so that the kernels' folders mounted under it
+    appear in the forkservers' mount namespaces too, made earlier. Before any kernel folder is mounted: one
+    mounted before would be hidden under the new mount point."""
+    state = _state_dir()
+    with exclusive(state / "users.lock"):
+        entries = [line.split() for line in Path("/proc/self/mountinfo").read_text().splitlines()]
+        mine = [fields for fields in entries if fields[4] == str(state)]
+        if mine and any(tag.startswith("shared:") for tag in mine[-1][6:mine[-1].index("-")]):
+            return
+        if not mine and _libc.mount(str(state).encode(), str(state).encode(), None, forkserver.MS_BIND, None):
+            raise OSError(ctypes.get_errno(), f"bind {state} onto itself: {os.strerror(ctypes.get_errno())}")
+        if _libc.mount(None, str(state).encode(), None, MS_SHARED, None) != 0:
+            raise OSError(ctypes.get_errno(), f"make {state} shared: {os.strerror(ctypes.get_errno())}")
 
 
 def blocked_ancestors(needed: list[Path]) -> dict[Path, set[str]]:
