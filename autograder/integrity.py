@@ -28,7 +28,7 @@ from traitlets.config import Config
 
 from . import config as course_config
 from . import feedback, sandbox
-from .guard import EVENT, FFI_REFUSED, MARK
+from .guard import EVENT, FFI_REFUSED, MARK, SNAPSHOT
 
 UNGRADABLE = ("not a valid notebook", "not a notebook of chapter", "no notebook was submitted")
 GUARD_KEY = "modulecraft_guard"  # cell metadata key of inserted guard cells
@@ -193,9 +193,9 @@ def _audit(what: str, nonce: str = "", test: str = "") -> str:
 
 
 class InsertGuard(NbGraderPreprocessor):
-    """Guard cells: install first, snapshot after each locked course cell, verify before each test cell; and
-    a last line in each test cell that reports it ran to its end. The key that signs the guard's lines goes to
-    the kernel's folder (`sandbox`), never into the notebook."""
+    """Guard cells: install first, verify before each test cell; a last line in each test cell that reports it
+    ran to its end, and a last comment in each locked course cell, after which the guard takes its snapshot.
+    The key that signs the guard's lines goes to the kernel's folder (`sandbox`), never into the notebook."""
 
     def preprocess(self, nb, resources):
         global _key
@@ -212,9 +212,11 @@ class InsertGuard(NbGraderPreprocessor):
                                          nonce=nonce, test=_grade_id(cell)))
                 cell.metadata[GUARD_KEY] = {"role": "test", "nonce": passed, "source": cell.source}
                 cell.source = cell.source.rstrip("\\\n") + "\n" + _audit("passed", passed)
+            elif cell.cell_type == "code" and utils.is_locked(cell) and not utils.is_grade(cell):
+                # Once it has run, the guard remembers the modules it bound (no cell of its own: a round trip less).
+                cell.metadata[GUARD_KEY] = {"role": "course", "source": cell.source}
+                cell.source += "\n" + SNAPSHOT
             cells.append(cell)
-            if cell.cell_type == "code" and utils.is_locked(cell) and not utils.is_grade(cell):
-                cells.append(_guard_cell("snapshot", _audit("snapshot")))
         # Once more at the end: what code run by the last test left patched is seen too.
         cells.append(_guard_cell("verify", _audit("verify", nonce := secrets.token_hex(16)), nonce=nonce,
                                  test=AT_THE_END))
@@ -238,6 +240,9 @@ class CollectGuard(NbGraderPreprocessor):
                 _verdict.extend(_read_verdict(cell, guard["nonce"], guard["test"]))
             elif guard["role"] == "test":
                 _score_test(cell, guard)
+            elif guard["role"] == "course":
+                cell.source = guard["source"]
+                del cell.metadata[GUARD_KEY]
         nb.cells = [cell for cell in nb.cells if cell.metadata.get(GUARD_KEY, {}).get("role", "test") == "test"]
         _verdict.extend((None, f"an output of cell {cell!r} quoted the hidden tests (removed)")
                         for cell in feedback.remove_leaks(nb))
