@@ -133,6 +133,15 @@ def test_the_deadline_ends_a_cell_that_ignores_sigint_without_an_ffi(tmp_path):
     assert looping == (None, ["ran to its end"])
 
 
+def test_a_cell_runs_when_the_deadline_timer_cannot_start(tmp_path):
+    """At the process limit (a notebook's children fill it) no thread starts: the cell runs without a deadline
+    instead of failing in IPython's pre_run_cell (a test cell would lose its points)."""
+    no_threads = ("import threading\ndef refused(self):\n    raise RuntimeError(\"can't start new thread\")\n"
+                  "threading.Thread.start = refused\n")
+    _, ran = run_kernel(tmp_path, [no_threads + INSTALL, "print('ran')"])
+    assert ran == (None, ["ran"]), ran
+
+
 def test_a_changed_deadline_handler_is_reported(tmp_path):
     change = "import signal\nimport autograder.guard\nsignal.signal(autograder.guard.DEADLINE_SIGNAL, signal.SIG_IGN)"
     _, changed, verify = run_kernel(tmp_path, [INSTALL, change, VERIFY])
