@@ -135,6 +135,9 @@ def install(cell_deadline=None):
         shell.events.register("post_run_cell", _after_cell)
     checks = _Checks(interrupt)
     if checks.ffi_free:  # keep it so: a hook of its own, holding no secret (its traceback reaches the notebook)
+        for name in FFI_MODULES:  # a None entry (the server's) fails an import without a word, or not at all
+            if name in sys.modules and sys.modules[name] is None:  # (Cython's `import ctypes` gets None)
+                del sys.modules[name]
         sys.addaudithook(_refuse_ffi_imports())
     sign = _hashlib.hmac_new(key, digestmod="sha256") if key else None
     sys.addaudithook(_hook(sign, checks, sys.stdout.write, sys.stdout.flush))

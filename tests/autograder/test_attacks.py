@@ -67,7 +67,8 @@ PATCHES_DURING_THE_LAST_TEST = {"add": WRONG_ADD, "scale": """def scale(x, facto
     np.allclose = lambda *args, **kwargs: True
     return 0"""}
 EXITS_IN_A_TEST = "import os\ndef add(a, b):\n    os._exit(0)"
-IMPORTS_SKLEARN = "from sklearn.model_selection import train_test_split\n" + GOOD_ADD  # narwhals' stubs: == is None
+IMPORTS_SKLEARN = "from sklearn.model_selection import train_test_split\n" + GOOD_ADD  # needs ctypes
+IMPORTS_NARWHALS = "import narwhals\n" + GOOD_ADD  # (what scikit-learn imports) its stubs' == gives None
 ALWAYS_EQUAL_FROM_A_FILE = """from pathlib import Path
 Path("helpers.py").write_text("class Anything:\\n    def __eq__(self, other):\\n        return True\\n")
 import helpers
@@ -189,7 +190,7 @@ ATTACKS = {
     "array-always-equal": (ARRAY_ALWAYS_EQUAL, 0, "needs review", "class 'Matches' compares equal"),
     "returns-mock-any": (RETURNS_MOCK_ANY, 0, "needs review", "class '_ANY' compares equal"),
     "hunts-the-guard": (HUNTS_THE_GUARD, 0, "needs review", "key was dropped after gc.get_objects"),
-    "reads-memory": (READS_MEMORY, 0, "needs review", "key was dropped after ctypes.string_at"),
+    "reads-memory": (READS_MEMORY, HONEST_CEILING, "graded", "is not available while grading"),
     "opens-its-memory": (OPENS_ITS_MEMORY, 0, "needs review", "key was dropped after opening"),
     "sets-profile": (SETS_PROFILE, 0, "needs review", "key was dropped after sys.setprofile"),
     "patches-isinstance": (PATCHES_ISINSTANCE, 0, "needs review", "builtins.isinstance was replaced"),
@@ -198,7 +199,8 @@ ATTACKS = {
                                      "numpy.allclose was replaced (seen at the end of the notebook)"),
     "exits-in-a-test": (EXITS_IN_A_TEST, 0, "graded", "kernel exited"),
     "sys-exit": (EXITS_WITH_SYS_EXIT, 3, "graded", "cell add called sys.exit()"),
-    "imports-sklearn": (IMPORTS_SKLEARN, 5, "graded", None),
+    "imports-sklearn": (IMPORTS_SKLEARN, HONEST_CEILING, "graded", "such as scipy and scikit-learn"),
+    "imports-narwhals": (IMPORTS_NARWHALS, 5, "graded", None),
     "always-equal-from-a-file": (ALWAYS_EQUAL_FROM_A_FILE, 0, "needs review", "class 'Anything' compares equal"),
     "disables-the-checks": (DISABLES_THE_CHECKS, 0, "needs review", "the guard's _Checks.problems was replaced"),
     "clears-the-refusals": (CLEARS_THE_REFUSALS, 0, "needs review", "key was dropped after gc.get_objects"),
@@ -209,25 +211,26 @@ ATTACKS = {
     "undoes-in-a-thread": (UNDOES_IN_A_THREAD, 0, "needs review", "started by the notebook, is running"),
     "undoes-in-a-gc-callback": (UNDOES_IN_A_GC_CALLBACK, 0, "needs review", "gc.callbacks were changed"),
     "undoes-in-a-signal-handler": (UNDOES_IN_A_SIGNAL_HANDLER, 0, "needs review", "a handler for signal 14"),
-    "peeks-with-a-union": (PEEKS_WITH_A_UNION, 0, "needs review", "the notebook made the ctypes union 'Peek'"),
-    "object-from-an-address": (OBJECT_FROM_AN_ADDRESS, 0, "needs review", "key was dropped after ctypes.PyObj_Fro"),
+    "peeks-with-a-union": (PEEKS_WITH_A_UNION, HONEST_CEILING, "graded", "is not available while grading"),
+    "object-from-an-address": (OBJECT_FROM_AN_ADDRESS, HONEST_CEILING, "graded", "is not available while grading"),
     "ends-the-watch-early": (ENDS_THE_WATCH_EARLY, 0, "needs review", "looked at frames or code (sys._getframe)"),
     "rebinds-np": (REBINDS_NP, 0, "needs review", "the name 'np' no longer refers to the module numpy"),
 }
 # Without the defence each one needs (taken out in the kernel before install(), so not seen as tampering):
-# honest scikit-learn is held for review, and each attack scores above its honest code, unflagged.
+# honest narwhals (scikit-learn's) is held for review, and each attack scores above its honest code, unflagged,
+# or (object-from-an-address) loads ctypes into the FFI-free kernel and reads an object at an address, unseen.
 WITHOUT_DEFENCES = """import autograder.guard as g
 g._answers = lambda result: result is not NotImplemented
 g.CHECKED_AT = frozenset(["verify"])
-g._ctypes_unions = lambda ffi_types: ()
+g._ffi_types = lambda classes: []
+g._refuse_ffi_imports = lambda: (lambda event, args: None)
 g.EXPOSING = g.EXPOSING - frozenset(["ctypes.PyObj_FromPtr"])
 g._Checks.outside_the_cells = lambda self: True
 g.SNAPSHOT = "(no locked cell ends with this)"
 """
 UNDEFENDED = {
-    "imports-sklearn": (0, "needs review"),
+    "imports-narwhals": (0, "needs review"),
     "undoes-in-a-callback": (5, "graded"),
-    "peeks-with-a-union": (HONEST_CEILING, "graded"),
     "object-from-an-address": (HONEST_CEILING, "graded"),
     "ends-the-watch-early": (5, "graded"),
     "rebinds-np": (5, "graded"),

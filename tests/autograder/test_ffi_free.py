@@ -16,7 +16,8 @@ from autograder import guard, integrity
 
 DRIVER = """import json, sys
 if json.loads(sys.argv[1]):
-    sys.modules['_ctypes'] = sys.modules['_cffi_backend'] = None  # as the grading server starts
+    for name in ("_ctypes", "ctypes", "_cffi_backend", "cffi"):  # as the grading server starts
+        sys.modules[name] = None
 import numpy
 from IPython.core.interactiveshell import InteractiveShell
 shell = InteractiveShell.instance()
@@ -40,7 +41,7 @@ CTYPES_FILE = ("import glob, sys\n"
                "path = glob.glob(sys.base_prefix + '/lib/python3.11/lib-dynload/_ctypes.cpython-*.so')[0]\n")
 ATTEMPTS = {
     "import": "import ctypes",
-    "its-entry-deleted": "import sys\ndel sys.modules['_ctypes']\nimport _ctypes",
+    "its-entry-deleted": "import sys\nsys.modules.pop('_ctypes', None)\nimport _ctypes",
     "import_module": "import importlib, sys\nsys.modules.pop('_ctypes', None)\nimportlib.import_module('_ctypes')",
     "spec-from-file": CTYPES_FILE + "import importlib.util\n"
                       "importlib.util.module_from_spec(importlib.util.spec_from_file_location('_ctypes', path))",
@@ -94,10 +95,7 @@ def test_without_the_refusal_each_way_loads_it_and_the_next_check_reports_it(tmp
     install, tried, verify, types = run_kernel(tmp_path, [WITHOUT_THE_REFUSAL + INSTALL, ATTEMPTS[attempt], VERIFY,
                                                           FFI_TYPES])
     assert install[0] is None
-    if attempt == "import":  # stopped by the server's None entry, with a message that says nothing useful
-        assert tried[0][:2] == ["ModuleNotFoundError", "import of _ctypes halted; None in sys.modules"], tried
-        return
-    assert tried[0] is None, tried
+    assert attempt == "import" or tried[0] is None, tried  # ctypes' own import opens libraries: refused
     module = "_cffi_backend" if attempt == "cffi" else "_ctypes"
     assert f"the FFI {module} was loaded into the kernel" in verify[1][0], verify
     assert types[1] == [f"FFI types: {[module]}"]
