@@ -108,12 +108,32 @@ KERNEL_PACKAGES = ("reference", "autograder")  # what a kernel imports from the 
 
 def repository_secrets() -> list[Path]:
     """Every folder of the repository a kernel does not import from: the course sources with hidden tests,
-    but also `.git` (their history), tests, built demos and workspaces."""
+    but also `.git` (their history), tests, built demos and workspaces. In a git worktree, also its `.git` file
+    and the same folders of the main checkout that file names, which hold the same hidden tests."""
     repo = course_config.REPO_ROOT
-    keep = {repo / name for name in KERNEL_PACKAGES}
-    keep |= {repo / path.resolve().relative_to(repo).parts[0] for path in kernel_needs()
-             if path.resolve().is_relative_to(repo) and path.resolve() != repo}
-    return [course_config.COURSE_SOURCE, *(p for p in repo.iterdir() if p.is_dir() and p not in keep)]
+    secrets = [course_config.COURSE_SOURCE]
+    for checkout in (repo, *main_checkout(repo)):
+        keep = {checkout / name for name in KERNEL_PACKAGES}
+        keep |= {checkout / path.resolve().relative_to(checkout).parts[0] for path in kernel_needs()
+                 if path.resolve().is_relative_to(checkout) and path.resolve() != checkout}
+        secrets += (p for p in checkout.iterdir() if p.is_dir() and p not in keep)
+    if (repo / ".git").is_file():
+        secrets.append(repo / ".git")
+    return secrets
+
+
+def main_checkout(worktree: Path) -> list[Path]:
+    """The main checkout of a git worktree (whose `.git` file says `gitdir: <main>/.git/worktrees/<name>`)."""
+    try:
+        pointer = (worktree / ".git").read_text().strip()
+    except (IsADirectoryError, FileNotFoundError):
+        return []
+    gitdir = (worktree / pointer.removeprefix("gitdir:").strip()).resolve()
+    try:
+        common = (gitdir / (gitdir / "commondir").read_text().strip()).resolve()
+    except FileNotFoundError:
+        return []
+    return [common.parent] if common.name == ".git" and common.parent != worktree.resolve() else []
 
 
 @functools.cache
@@ -162,6 +182,13 @@ def _state_dir() -> Path:
     STATE_DIR.mkdir(mode=0o711, exist_ok=True)
     STATE_DIR.chmod(0o711)  # kernels must traverse it to reach their working folder, not list it
     return STATE_DIR
+
+
+def _unreadable_file() -> Path:
+    path = _state_dir() / "unreadable"
+    if not path.exists():
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o000))
+    return path
 
 
 class Sandbox:
@@ -257,7 +284,11 @@ class Sandbox:
                 make = "mkdir" if (folder / child).is_dir() else "touch"
                 operations += [[make, folder / child], ["bind", staged / child, folder / child]]
             operations.append(["detach", staged])
-        operations += [["hide", path] for path in self.hidden]  # unless already out of sight in a rebuilt folder
+        for path in self.hidden:  # unless already out of sight in a rebuilt folder
+            if path.is_dir():
+                operations.append(["hide", path])
+            elif path.exists():  # a file (a worktree's `.git`): covered by an empty one only root may read
+                operations.append(["bind", _unreadable_file(), path])
         return [[operation, *map(str, args)] for operation, *args in operations]
 
     def start_watchdog(self, pid: int) -> None:

@@ -48,14 +48,20 @@ def to_markdown(notebook_cells):
     notebook_cells[i] = nbformat.v4.new_markdown_cell(old.source, metadata=old.metadata)
 
 
+# Run from a git worktree, the repository's `.git` is a file naming the main checkout, which has the same sources.
+MAIN_CHECKOUT_SOURCES = [str(main / "course" / "source") for main in sandbox.main_checkout(REPO_ROOT)]
+OUTSIDE_READS = 6 + len(MAIN_CHECKOUT_SOURCES)
+
+
 def read_and_write_outside(course):
-    """Tries to read the hidden tests (also through git history and the test suite) and the gradebook, and to
-    write to the gradebook and the repository."""
+    """Tries to read the hidden tests (also through git history, the test suite and, in a worktree, the main
+    checkout) and the gradebook, and to write to the gradebook and the repository."""
     code = f"""
 import pathlib
 for target in [{str(COURSE_SOURCE)!r}, {str(REPO_ROOT / '.git')!r}, {str(REPO_ROOT / 'tests')!r},
                {str(course.root / 'source' / '90_toy' / '90_toy.ipynb')!r},
-               {str(course.root / 'gradebook.db')!r}, {str(course.root / 'submitted')!r}]:
+               {str(course.root / 'gradebook.db')!r}, {str(course.root / 'submitted')!r},
+               *{MAIN_CHECKOUT_SOURCES!r}]:
     try:
         path = pathlib.Path(target)
         found = sorted(p.name for p in path.iterdir()) if path.is_dir() else path.read_bytes()[:20]
@@ -169,7 +175,7 @@ def test_student_code_never_reads_or_writes_outside_its_copy(graded_class):
     course, *_ = graded_class
     graded = nbformat.read(course.root / "autograded" / "reads-and-writes-outside" / "90_toy" / "90_toy.ipynb", 4)
     printed = "".join(o.get("text", "") for c in graded.cells for o in c.get("outputs", []))
-    assert printed.count("blocked") == 9, printed
+    assert printed.count("blocked") == OUTSIDE_READS + 3, printed
     assert "LEAKED" not in printed and "WROTE" not in printed
 
 
