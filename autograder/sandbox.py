@@ -373,18 +373,23 @@ def _kill_user(uid: int, patience: float = 5.0) -> None:
 
 
 _libc = ctypes.CDLL(None, use_errno=True)
-MNT_DETACH = 2
+MS_SHARED = 1 << 20
+
+
+def _mount(what: str, source, target: Path, fstype, flags: int, options) -> None:
+    """mount(2), raising OSError that says `what` failed."""
+    if _libc.mount(source, str(target).encode(), fstype, flags, options) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"{what}: {os.strerror(error)}")
 
 
 def _mount_tmpfs(folder: Path, options: str) -> None:
-    if _libc.mount(b"modulecraft-kernel", str(folder).encode(), b"tmpfs", 0, options.encode()) != 0:
-        error = ctypes.get_errno()
-        raise OSError(error, f"mount tmpfs on {folder}: {os.strerror(error)}")
+    _mount(f"mount tmpfs on {folder}", b"modulecraft-kernel", folder, b"tmpfs", 0, options.encode())
 
 
 def _remove(path: Path) -> None:
     """Remove a kernel's folder, unmounting it first if it is a tmpfs (its files go with it)."""
-    _libc.umount2(str(path).encode(), MNT_DETACH)  # fails (EINVAL) when it is no mount point: fine
+    _libc.umount2(str(path).encode(), forkserver.MNT_DETACH)  # fails (EINVAL) when it is no mount point: fine
     shutil.rmtree(path, ignore_errors=True)
 
 
@@ -437,9 +442,6 @@ def kernel_server() -> forkserver.Server:
     return _server
 
 
-MS_SHARED = 1 << 20
-
-
 def share_state_dir() -> None:
     """Make STATE_DIR a shared mount point (once per machine), so that the kernels' folders mounted under it
     appear in the forkservers' mount namespaces too, made earlier. Before any kernel folder is mounted: one
@@ -450,10 +452,9 @@ def share_state_dir() -> None:
         mine = [fields for fields in entries if fields[4] == str(state)]
         if mine and any(tag.startswith("shared:") for tag in mine[-1][6:mine[-1].index("-")]):
             return
-        if not mine and _libc.mount(str(state).encode(), str(state).encode(), None, forkserver.MS_BIND, None):
-            raise OSError(ctypes.get_errno(), f"bind {state} onto itself: {os.strerror(ctypes.get_errno())}")
-        if _libc.mount(None, str(state).encode(), None, MS_SHARED, None) != 0:
-            raise OSError(ctypes.get_errno(), f"make {state} shared: {os.strerror(ctypes.get_errno())}")
+        if not mine:
+            _mount(f"bind {state} onto itself", str(state).encode(), state, None, forkserver.MS_BIND, None)
+        _mount(f"make {state} shared", None, state, None, MS_SHARED, None)
 
 
 def blocked_ancestors(needed: list[Path]) -> dict[Path, set[str]]:
