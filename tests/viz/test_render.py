@@ -6,7 +6,7 @@ import subprocess
 import graphviz
 import pytest
 
-from modulecraft.viz import DotNotFoundError, draw_state_dict_diff, draw_tree
+from modulecraft.viz import DotNotFoundError, draw_state_dict_diff, draw_tree, render
 
 from . import models
 
@@ -38,3 +38,21 @@ def test_missing_dot_says_what_to_install(fw, monkeypatch, tmp_path):
         assert "sudo apt-get install graphviz" in message
         assert "conda install -c conda-forge graphviz" in message
         assert "brew install graphviz" in message
+
+
+def test_one_dot_lays_out_every_drawing_as_graphviz_would(fw):
+    """Drawings go through one dot process kept running; each SVG is the one graphviz's own pipe() makes."""
+    drawings = [draw_tree(models.mlp(fw)), draw_state_dict_diff(models.mlp(fw), {}), draw_tree(models.mlp(fw))]
+    svgs = [drawing.svg() for drawing in drawings]
+    process = render._dot.process
+    assert [drawing.svg() for drawing in drawings] == svgs and render._dot.process is process
+    assert svgs == [drawing.pipe(format="svg", encoding="utf-8") for drawing in drawings]
+
+
+def test_a_drawing_dot_rejects_raises_as_graphviz_does_and_the_next_one_draws(fw):
+    broken = render.Drawing()
+    broken.body.append("a -> }")
+    with pytest.raises(graphviz.CalledProcessError) as raised:
+        broken.svg()
+    assert b"syntax error" in raised.value.stderr
+    assert "<svg" in draw_tree(models.mlp(fw)).svg()  # a new dot: the last one ended at the error
