@@ -34,13 +34,18 @@ import traceback
 MS_BIND = 1 << 12
 MNT_DETACH = 2
 RELAYED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
-# What every chapter's kernel imports, and what IPKernelApp.initialize imports (its magics, debugger, tornado
-# queues: 8 ms a kernel); debugpy is blocked: ipykernel would import it (and its pydevd) at start-up, a third of
-# its import time, for a debugger nobody attaches to a grading kernel.
+# What every chapter's kernel imports (ipywidgets: the steppers; matplotlib: the timelines), and what
+# IPKernelApp.initialize imports (its magics, debugger, tornado queues: 8 ms a kernel); debugpy is blocked:
+# ipykernel would import it (and its pydevd) at start-up, a third of its import time, for a debugger nobody
+# attaches to a grading kernel. Not pyplot nor matplotlib_inline: importing them in a kernel registers the
+# inline display with its shell (which the server has not); what they import is here (0.35 s a kernel).
 PRELOAD = ("ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.zmqshell", "ipykernel.debugger",
            "IPython.core.debugger", "IPython.core.completerlib", "IPython.extensions.storemagic", "tornado.queues",
            "tornado.platform.asyncio", "cProfile", "faulthandler", "numpy", "modulecraft.nn", "modulecraft.checks",
-           "modulecraft.viz", "autograder.guard", "autograder.selfcheck")
+           "modulecraft.viz", "ipywidgets", "matplotlib.figure", "matplotlib.backends.backend_agg",
+           "autograder.guard", "autograder.selfcheck")
+# ipykernel sets it in every kernel (unless set); matplotlib reads it once, when it is imported (by the server)
+INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
 FFI = ("_ctypes", "ctypes", "_cffi_backend", "cffi")  # never imported by the server, hence by no kernel
 # The server's start in its own namespaces (root only), without new privileges (nor do kernels gain any).
 NAMESPACES = ("unshare", "--mount", "--pid", "--net", "--fork", "--kill-child", "--mount-proc",
@@ -74,8 +79,10 @@ def serve(listener: socket.socket) -> None:
     for name in FFI:
         sys.modules[name] = None  # `import ctypes` raises ImportError (numpy and ipykernel do without)
     sys.modules["debugpy"] = None  # ipykernel starts without its debugger
+    os.environ.setdefault("MPLBACKEND", INLINE_BACKEND)
     for module in PRELOAD:
         __import__(module)
+    _format_a_traceback()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children (and, as PID 1, orphans) vanish: no zombies
     while True:
         ready, _, _ = select.select([listener, sys.stdin], [], [])
@@ -87,6 +94,21 @@ def serve(listener: socket.socket) -> None:
             continue
         if not serve_kernel(connection, mounter):
             return
+
+
+def _format_a_traceback() -> None:
+    """Format one traceback as a kernel's shell does (IPython's defaults for ipykernel: Context mode, the neutral
+    theme). A process's first one imports stack_data, builds pygments' lexer and style tables and inspect's map
+    of files to modules: two thirds of the time a failing cell takes, paid here once instead of in every kernel."""
+    from ipykernel.zmqshell import ZMQInteractiveShell
+    from IPython.core.ultratb import AutoFormattedTB
+
+    traits = ZMQInteractiveShell.class_traits()
+    formatter = AutoFormattedTB(mode=traits["xmode"].default(), theme_name=traits["colors"].default(), tb_offset=1)
+    try:
+        raise RuntimeError("a traceback formatted before any kernel starts")
+    except RuntimeError:
+        formatter.structured_traceback(*sys.exc_info())
 
 
 def serve_kernel(connection: socket.socket, mounter: "Mounter") -> bool:

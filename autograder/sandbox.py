@@ -431,14 +431,20 @@ def _mark_unrun(nb) -> None:
                    else "not run: the kernel had ended")
             cell.setdefault("outputs", []).append(nbformat.v4.new_output(
                 "error", ename=KERNEL_GONE, evalue=why, traceback=[f"{KERNEL_GONE}: {why}"]))
+
+
 _server: forkserver.Server | None = None
 
 
 def kernel_server() -> forkserver.Server:
-    """This process's forkserver (a forked grading worker starts its own: a server serves one kernel at a time)."""
+    """This process's forkserver, started on first call (a forked grading worker starts its own: a server serves
+    one kernel at a time). A worker calls it as it is prepared: the server imports while the worker gets on."""
     global _server
     if _server is None or _server.pid != os.getpid() or _server.process.poll() is not None:
-        _server = forkserver.Server(running_as_root() and namespaces_available())
+        namespaces = running_as_root() and namespaces_available()
+        if namespaces:
+            share_state_dir()  # before the server's mount namespace is made: it must receive the kernels' folders
+        _server = forkserver.Server(namespaces)
     return _server
 
 

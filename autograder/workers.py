@@ -162,6 +162,7 @@ def nbgrader_api(root, course_id: str = course_config.COURSE_ID, *, grading: boo
     cfg = course_config.nbgrader_config(root, course_id)
     if grading:
         tuning.apply()
+        cfg.merge(tuning.autograde_config())
         cfg.merge(integrity.autograde_config())
         cfg.merge(sandbox.autograde_config())
         cfg.Autograde.autograde_preprocessors = [step for step in cfg.Autograde.autograde_preprocessors
@@ -211,6 +212,7 @@ def prepare_worker(bundle: CourseBundle, scratch_base: str | os.PathLike | None 
         if not sqlalchemy.event.contains(sqlalchemy.engine.Engine, "connect", _scratch_commits):
             sqlalchemy.event.listen(sqlalchemy.engine.Engine, "connect", _scratch_commits)
         sandbox.prepare(1)  # slot users are created on first use; this checks kernels can start at all
+        sandbox.kernel_server()
         sandbox.hide_from_kernels(root, *map(Path, bundle.private))
         previous, _scratch = _scratch, _Scratch(sha, root, nbgrader_api(root, bundle.course_id, grading=True))
         if previous is not None:
