@@ -52,8 +52,10 @@ Limits (CPython cannot confine code within one process):
 - Code in the kernel can read and write any memory without an audit event, so code written to find the key
   (or the hook's state) in memory could sign a forged verdict. numpy alone does it: an array made from an
   object's `__array_interface__` (any address, even on a SimpleNamespace) or by `as_strided` (any offset).
-  The refusal of /proc/*/mem goes by the path as written: `/proc/self/task/<id>/mem`, `//proc/self/mem`, a
-  symbolic link or a `dir_fd` get past it (the audit event shows neither the link's target nor the dir_fd).
+  The key is dropped as code naming these is compiled (RAW_MEMORY), before it runs; code that makes the names
+  as it runs (`getattr` with a computed string) is not seen. The refusal of /proc/*/mem goes by the path as
+  written: `/proc/self/task/<id>/mem`, `//proc/self/mem`, a symbolic link or a `dir_fd` get past it (the audit
+  event shows neither the link's target nor the dir_fd).
   ctypes adds calls to any C function. In a kernel that has an FFI loaded at `install()` (today's, whose fork
   server imported numpy with ctypes available), only ctypes' audited access (`string_at`, `from_address`,
   `addressof`, `PyObj_FromPtr`) is refused and unions made by the notebook reported; `memmove`, `cast`,
@@ -65,6 +67,7 @@ import _thread
 import ast
 import builtins
 import gc
+import operator
 import os
 import signal
 import sys
@@ -108,6 +111,12 @@ FFI_MODULES = FFI_EXTENSIONS | {"ctypes", "cffi"}
 FFI_REFUSED = ("ctypes (and packages built on it, such as scipy and scikit-learn) is not available while grading: "
                "graded code can use numpy only; import such packages in a cell that is skipped while grading, under "
                "`if not os.environ.get(\"MODULECRAFT_GRADING\"):`, as the course's comparisons with torch are")
+# numpy's ways to an array at any address, unchecked: an object's `__array_interface__` or `__array_struct__`, and
+# `as_strided` (any offset from an array). The key is dropped as code naming one is compiled (a cell, exec, eval,
+# compile, a file the notebook imports; not the libraries'), before it runs: what it could read signs nothing.
+RAW_MEMORY = (b"__array_interface__", b"__array_struct__", b"as_strided")
+RAW_MEMORY_NAMED = ("compiling code that names numpy's raw memory access (__array_interface__, __array_struct__, "
+                    "as_strided), which reads and writes any memory of the kernel")
 # Raised in the main thread by the guard's cell-deadline timer (`_thread.interrupt_main`): a real-time signal no
 # library uses, whose Python handler (the guard's) ends an overdue cell with KeyboardInterrupt.
 DEADLINE_SIGNAL = signal.SIGRTMAX
@@ -155,6 +164,37 @@ def _refuse_ffi_imports(ffi=FFI_MODULES, message=FFI_REFUSED, split=str.split):
     return refuse
 
 
+def _library_folders():
+    """Where the libraries' own files are (Python, the environment, the grader and the reference package of this
+    repository), as path prefixes, as given and resolved."""
+    import modulecraft
+    folders = {sys.prefix, sys.base_prefix, os.path.dirname(__file__), os.path.dirname(modulecraft.__path__[0])}
+    return tuple({os.path.join(path, "") for folder in folders for path in (folder, os.path.realpath(folder))})
+
+
+def _is_library_file(filename, libraries, kind=type, is_a=issubclass, starts=str.startswith):
+    """Whether compile was given the text of a library's file (by an import): its path under a library folder.
+    Cells, exec and eval have other names ("<string>", IPython's cell files)."""
+    return is_a(kind(filename), str) and starts(filename, libraries)
+
+
+def _names_raw_memory(source, names=RAW_MEMORY, kind=type, is_a=issubclass, encode=str.encode, join=bytes.join,
+                      contains=bytes.__contains__):
+    """Whether source text (as given to compile) names numpy's raw memory access. What it calls is bound as defaults, and base-class methods read a subclass of str or bytes (whose own
+    methods are the notebook's). An AST is not searched: the text it was parsed from was. (A name the code
+    computes as it runs is not seen.)"""
+    if is_a(kind(source), str):
+        source = encode(source, "utf-8", "surrogateescape")
+    elif is_a(kind(source), (bytes, bytearray, memoryview)):
+        source = join(b"", [source])
+    else:
+        return False
+    for name in names:
+        if contains(source, name):
+            return True
+    return False
+
+
 def _before_cell(info):
     """IPython's pre_run_cell: the cell's ExecutionInfo (which holds its text) is about to be made."""
     sys.audit(EVENT, "before", info, "")
@@ -184,6 +224,7 @@ def _hook(sign, checks, write, flush):
     # (and put them back before the next check), not what the closure holds. The checks report such changes.
     mark, event_name, exposing, while_active, code_attributes, checked_at, is_process_memory = (
         MARK, EVENT, EXPOSING, EXPOSING_WHILE_ACTIVE, CODE_ATTRIBUTES, CHECKED_AT, _is_process_memory)
+    names_raw_memory, raw_memory_named, libraries = _names_raw_memory, RAW_MEMORY_NAMED, _library_folders()
     problems_now, scrub, snapshot, guard_changes, from_a_cell, outside_the_cells, found = (
         checks.problems, checks.scrub, checks.snapshot, checks.guard_changes, checks.called_from_a_cell,
         checks.outside_the_cells, checks.found)
@@ -250,6 +291,8 @@ def _hook(sign, checks, write, flush):
             return f"{event} is not available in a graded notebook"
         elif state["test"] and event in while_active and inspecting(from_a_cell):
             found.append(f"the notebook's code looked at frames or code ({event}) during a test")
+        elif event == "compile" and names_raw_memory(args[0]) and not _is_library_file(args[1], libraries):
+            drop_key(raw_memory_named)  # and let it run: held for review, it can sign nothing
         elif event == "open" and is_process_memory(args[0]):
             drop_key(f"opening {args[0]!r}")
             return "the kernel's memory is not available in a graded notebook"
@@ -316,7 +359,7 @@ class _Checks:
         self.builtin_originals.update(__import__=builtins.__import__, __build_class__=builtins.__build_class__)
         self.guard_module = vars(sys.modules[__name__])
         self.guard_originals = dict(self.guard_module)
-        self.guard_classes = [(cls, dict(vars(cls))) for cls in (_Checks, _BeforeRun)]
+        self.guard_classes = [(cls, dict(vars(cls))) for cls in (_Checks, _ClassDict, _BeforeRun)]
         self.watched = {}
         self._watch(numpy, "numpy", WATCHED_NUMPY)
         self._watch(numpy.testing, "numpy.testing", [n for n in dir(numpy.testing) if n.startswith("assert")])
@@ -325,7 +368,7 @@ class _Checks:
         self._watch(sys, "sys", WATCHED_SYS)
         self.modules = {name: sys.modules.get(name) for name in WATCHED_MODULES}
         self.classes = _all_classes()
-        self.class_dicts = {cls: _methods(cls) for cls in self.classes.values()
+        self.class_dicts = {cls: _ClassDict(cls) for cls in self.classes.values()
                             if _is_trusted(cls) and not cls.__flags__ & IMMUTABLE_TYPE}
         self.shell = _shell()
         self.cells = getattr(getattr(self.shell, "compile", None), "_filename_map", {})  # cells' file names
@@ -448,7 +491,7 @@ class _Checks:
         problems += [f"the name {name!r} no longer refers to the module {module.__name__}"
                      for name, module in self.bound_modules.items() if self.namespace.get(name) is not module]
         problems += [f"{cls.__module__}.{cls.__qualname__}.{name} was changed"
-                     for cls, before in self.class_dicts.items() for name in _changed(before, _methods(cls))]
+                     for cls, before in self.class_dicts.items() for name in before.changed_methods(cls)]
         problems += [f"{type(obj).__name__}.{name} was changed on its instance"
                      for obj, before in self.machinery.values() for name in _changed(before, _behaviour(obj))]
         if self.shell is not None and getattr(self.shell.compile, "_filename_map", None) is not self.cells:
@@ -471,10 +514,10 @@ class _Checks:
         return problems
 
 
-def _signal_handlers():
+def _signal_handlers(numbers=tuple(int(number) for number in signal.valid_signals()
+                                    if number not in (signal.SIGKILL, signal.SIGSTOP))):
     """Python's handler of each signal (a function set by `signal.signal` runs whenever the signal comes)."""
-    return {number: signal.getsignal(number) for number in signal.valid_signals()
-            if number not in (signal.SIGKILL, signal.SIGSTOP)}
+    return {number: signal.getsignal(number) for number in numbers}
 
 
 def _ffi_types(classes, flags=type.__dict__["__flags__"].__get__, module=type.__dict__["__module__"].__get__):
@@ -493,20 +536,38 @@ def _changed(before, after):
     return sorted(name for name in before.keys() | after.keys() if before.get(name) is not after.get(name))
 
 
+class _ClassDict:
+    """A class's dict as it was: what it held (kept alive, so that no id in it can be reused) and its methods."""
+
+    def __init__(self, cls):
+        self.held = dict(vars(cls))
+        self.methods = _methods(cls)
+
+    def changed_methods(self, cls, same=operator.is_):
+        """The names of the methods that changed since. Most classes are unchanged, which takes comparing ids
+        only; one whose data changed (e.g. a counter) is compared method by method."""
+        now, held = vars(cls), self.held
+        if len(now) == len(held) and all(map(same, now, held)) and all(map(same, now.values(), held.values())):
+            return []
+        return _changed(self.methods, _methods(cls))
+
+
 def _methods(cls):
     """A class's own functions and descriptors (not its data, e.g. a counter of handles)."""
     return {name: value for name, value in vars(cls).items() if callable(value) or hasattr(value, "__get__")}
 
 
-def _all_classes():
+def _all_classes(subclasses=type.__subclasses__):
     """Every class alive, by id (found from `object` down through subclasses, named or not)."""
     found = {id(object): object}
     stack = [object]
+    pop, push = stack.pop, stack.append
     while stack:
-        for sub in type.__subclasses__(stack.pop()):
-            if id(sub) not in found:
-                found[id(sub)] = sub
-                stack.append(sub)
+        for sub in subclasses(pop()):
+            key = id(sub)
+            if key not in found:
+                found[key] = sub
+                push(sub)
     return found
 
 
@@ -616,17 +677,17 @@ def _stop_cells_after(seconds, interrupt_main=_thread.interrupt_main):
     The grader interrupts a cell at the time limit with SIGINT, which a cell can ignore; nbclient then gives up
     on the whole notebook. A timer thread trips the guard's own DEADLINE_SIGNAL in the main thread
     (`_thread.interrupt_main`, no FFI needed: it sends nothing, and does nothing unless Python handles the
-    signal), whose handler raises KeyboardInterrupt there: such a cell ends too, and the rest is still graded."""
+    signal), whose handler raises KeyboardInterrupt there: such a cell ends too, and the rest is still graded.
+    Not while the guard runs (in its audit hook, or code of the notebook its checks call, e.g. a slow `__eq__`):
+    cut short there, it would drop its key and hold the notebook for review. The handler has its timer trip the
+    signal again a moment later, until the guard has returned: the cell ends in its own code."""
     timers = []
-
-    def stop_the_cell(signum, frame):
-        raise KeyboardInterrupt
 
     def interrupt():
         interrupt_main(DEADLINE_SIGNAL)
 
-    def start(*_):
-        timer = threading.Timer(seconds, interrupt)
+    def arm(after):
+        timer = threading.Timer(after, interrupt)
         timer.daemon = True
         try:
             timer.start()
@@ -634,9 +695,20 @@ def _stop_cells_after(seconds, interrupt_main=_thread.interrupt_main):
             return  # no error in the cell either (the grader still interrupts it at the time limit)
         timers.append(timer)
 
+    def start(*_):
+        arm(seconds)
+
     def stop(*_):
         while timers:
             timers.pop().cancel()
+
+    def stop_the_cell(signum, frame, guard=__name__, name_of=dict.get):
+        while frame is not None:  # f_back and f_globals raise no audit event
+            if name_of(frame.f_globals, "__name__") == guard:
+                arm(0.01)  # (tripped again from here, the signal would come back at once, in this handler)
+                return
+            frame = frame.f_back
+        raise KeyboardInterrupt
 
     signal.signal(DEADLINE_SIGNAL, stop_the_cell)
     shell = _shell()

@@ -147,6 +147,12 @@ def add(a, b):
     print(str(sys._getframe(1).f_code.co_consts)[::-1])
     return np.asarray(a) + np.asarray(b)"""
 OBJECT_FROM_AN_ADDRESS = "import _ctypes\nnumpy = _ctypes.PyObj_FromPtr(id(np))\n" + WRONG_ADD
+# An array over any address: numpy reads and writes the kernel's memory (the key's too) with no audit event.
+READS_MEMORY_WITH_NUMPY = """import types
+def add(a, b):
+    interface = {"data": (id(a), True), "shape": (16,), "typestr": "|u1", "version": 3}
+    raw = np.asarray(types.SimpleNamespace(__array_interface__=interface))
+    return 0"""
 EXITS_WITH_SYS_EXIT = "import sys\nsys.exit()\n" + GOOD_ADD
 # The tests look `np` up in the notebook's namespace: a module of the notebook's own under that name.
 REBINDS_NP = """import types
@@ -215,10 +221,11 @@ ATTACKS = {
     "object-from-an-address": (OBJECT_FROM_AN_ADDRESS, HONEST_CEILING, "graded", "is not available while grading"),
     "ends-the-watch-early": (ENDS_THE_WATCH_EARLY, 0, "needs review", "looked at frames or code (sys._getframe)"),
     "rebinds-np": (REBINDS_NP, 0, "needs review", "the name 'np' no longer refers to the module numpy"),
+    "reads-memory-with-numpy": (READS_MEMORY_WITH_NUMPY, 0, "needs review", "names numpy's raw memory access"),
 }
 # Without the defence each one needs (taken out in the kernel before install(), so not seen as tampering):
 # honest narwhals (scikit-learn's) is held for review, and each attack scores above its honest code, unflagged,
-# or (object-from-an-address) loads ctypes into the FFI-free kernel and reads an object at an address, unseen.
+# or (object-from-an-address, reads-memory-with-numpy) reads the kernel's memory, unseen.
 WITHOUT_DEFENCES = """import autograder.guard as g
 g._answers = lambda result: result is not NotImplemented
 g.CHECKED_AT = frozenset(["verify"])
@@ -227,6 +234,7 @@ g._refuse_ffi_imports = lambda: (lambda event, args: None)
 g.EXPOSING = g.EXPOSING - frozenset(["ctypes.PyObj_FromPtr"])
 g._Checks.outside_the_cells = lambda self: True
 g.SNAPSHOT = "(no locked cell ends with this)"
+g._names_raw_memory = lambda source: False
 """
 UNDEFENDED = {
     "imports-narwhals": (0, "needs review"),
@@ -234,6 +242,7 @@ UNDEFENDED = {
     "object-from-an-address": (HONEST_CEILING, "graded"),
     "ends-the-watch-early": (5, "graded"),
     "rebinds-np": (5, "graded"),
+    "reads-memory-with-numpy": (HONEST_CEILING, "graded"),
 }
 
 

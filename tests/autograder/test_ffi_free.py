@@ -145,3 +145,38 @@ def test_a_changed_deadline_handler_is_reported(tmp_path):
     _, changed, verify = run_kernel(tmp_path, [INSTALL, change, VERIFY])
     assert changed[0] is None
     assert f"tampered: a handler for signal {int(guard.DEADLINE_SIGNAL)} was set" in verify[1][0], verify
+
+
+SLOW_EQUALITY = """import time
+class Slow:
+    def __eq__(self, other):  # probed by the guard's check for always-equal classes, twice (== and !=) a kind
+        time.sleep(0.2)
+        return False"""
+
+
+LOOPS_THROUGH_THE_GUARD = """import time
+end = time.monotonic() + 5
+while time.monotonic() < end:
+    compile("1", "<loop>", "eval")  # an audit event: the guard's hook runs, a third of the time
+print("ran to its end")"""
+PLAIN_DEADLINE = """import signal, autograder.guard
+def stop(signum, frame):
+    raise KeyboardInterrupt
+signal.signal(autograder.guard.DEADLINE_SIGNAL, stop)"""
+
+
+@pytest.mark.parametrize("deferred", [True, False])
+def test_a_cell_deadline_inside_the_guard_ends_the_cell_not_the_key(tmp_path, deferred):
+    """The deadline (1 s) comes while the guard's check runs the notebook's slow `__eq__` (2.4 s in all): the
+    check finishes and signs. A loop in and out of the guard's hook is still ended at its deadline, the key
+    intact. With a handler that raises wherever it lands (the guard's, before it deferred), the check is cut
+    short: the guard drops its key, and neither check signs "ok"."""
+    cells = [INSTALL, SLOW_EQUALITY, VERIFY, LOOPS_THROUGH_THE_GUARD, VERIFY]
+    if not deferred:
+        cells.insert(1, PLAIN_DEADLINE)
+    checked, looped, checked_again = run_kernel(tmp_path, cells)[-3:]
+    lines = checked[1] + checked_again[1]
+    signed_ok = [line for line in lines if line.split()[2] == "ok" and "unsigned" not in line]
+    assert len(signed_ok) == (2 if deferred else 0), lines
+    if deferred:  # (cut short inside the guard, an interrupt may also be swallowed there: the loop runs on)
+        assert looped[0][0] == "KeyboardInterrupt" and "ran to its end" not in looped[1], looped
