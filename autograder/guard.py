@@ -117,7 +117,7 @@ FFI_REFUSED = ("ctypes (and packages built on it, such as scipy and scikit-learn
 RAW_MEMORY = (b"__array_interface__", b"__array_struct__", b"as_strided")
 RAW_MEMORY_NAMED = ("compiling code that names numpy's raw memory access (__array_interface__, __array_struct__, "
                     "as_strided), which reads and writes any memory of the kernel")
-# Raised in the main thread by the guard's cell-deadline timer (`_thread.interrupt_main`): a real-time signal no
+# Sent to the main thread by the guard's cell-deadline timer (`signal.pthread_kill`): a real-time signal no
 # library uses, whose Python handler (the guard's) ends an overdue cell with KeyboardInterrupt.
 DEADLINE_SIGNAL = signal.SIGRTMAX
 
@@ -670,21 +670,22 @@ def _ipython_hooks(shell):
     }
 
 
-def _stop_cells_after(seconds, interrupt_main=_thread.interrupt_main):
+def _stop_cells_after(seconds, send=signal.pthread_kill):
     """End a cell still running `seconds` after it started with KeyboardInterrupt; returns what the timers call
     (which tells the guard's own threads from the notebook's).
 
     The grader interrupts a cell at the time limit with SIGINT, which a cell can ignore; nbclient then gives up
-    on the whole notebook. A timer thread trips the guard's own DEADLINE_SIGNAL in the main thread
-    (`_thread.interrupt_main`, no FFI needed: it sends nothing, and does nothing unless Python handles the
-    signal), whose handler raises KeyboardInterrupt there: such a cell ends too, and the rest is still graded.
+    on the whole notebook. A timer thread sends the guard's own DEADLINE_SIGNAL to the main thread (no FFI
+    needed), whose handler raises KeyboardInterrupt there: such a cell ends too, even one blocked in a system
+    call (the signal interrupts it), and the rest is still graded.
     Not while the guard runs (in its audit hook, or code of the notebook its checks call, e.g. a slow `__eq__`):
-    cut short there, it would drop its key and hold the notebook for review. The handler has its timer trip the
+    cut short there, it would drop its key and hold the notebook for review. The handler has a timer send the
     signal again a moment later, until the guard has returned: the cell ends in its own code."""
     timers = []
+    main_thread = _thread.get_ident()  # install() runs in a cell
 
     def interrupt():
-        interrupt_main(DEADLINE_SIGNAL)
+        send(main_thread, DEADLINE_SIGNAL)
 
     def arm(after):
         timer = threading.Timer(after, interrupt)
@@ -705,7 +706,7 @@ def _stop_cells_after(seconds, interrupt_main=_thread.interrupt_main):
     def stop_the_cell(signum, frame, guard=__name__, name_of=dict.get):
         while frame is not None:  # f_back and f_globals raise no audit event
             if name_of(frame.f_globals, "__name__") == guard:
-                arm(0.01)  # (tripped again from here, the signal would come back at once, in this handler)
+                arm(0.01)  # (sent again from here, the signal would come back at once, in this handler)
                 return
             frame = frame.f_back
         raise KeyboardInterrupt

@@ -131,6 +131,25 @@ def test_the_deadline_ends_a_cell_that_ignores_sigint_without_an_ffi(tmp_path):
     assert looping == (None, ["ran to its end"])
 
 
+SLEEPS_IGNORING_SIGINT = """import signal, time
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+started = time.monotonic()
+time.sleep(6)"""
+SENDS_NO_SIGNAL = ("import _thread, autograder.guard as g\n"  # what the deadline did before: no signal sent
+                   "g._stop_cells_after.__defaults__ = (lambda thread, signum: _thread.interrupt_main(signum),)\n")
+
+
+@pytest.mark.parametrize("sends_a_signal", [True, False])
+def test_the_deadline_wakes_a_cell_blocked_in_a_system_call(tmp_path, sends_a_signal):
+    """The deadline (1 s) sends a signal, which ends a sleep at once; only tripping Python's handler
+    (`_thread.interrupt_main`) waits for the system call to return."""
+    install = INSTALL if sends_a_signal else SENDS_NO_SIGNAL + INSTALL
+    _, sleeping, took = run_kernel(tmp_path, [install, SLEEPS_IGNORING_SIGINT,
+                                              "print(round(time.monotonic() - started))"])
+    assert sleeping[0][0] == "KeyboardInterrupt", sleeping
+    assert took[1] == (["1"] if sends_a_signal else ["6"]), took
+
+
 def test_a_cell_runs_when_the_deadline_timer_cannot_start(tmp_path):
     """At the process limit (a notebook's children fill it) no thread starts: the cell runs without a deadline
     instead of failing in IPython's pre_run_cell (a test cell would lose its points)."""

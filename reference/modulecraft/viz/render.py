@@ -127,8 +127,10 @@ class Drawing(graphviz.Digraph):
         """Lay the drawing out with ``dot`` and return the SVG text."""
         require_dot()
         try:
+            if os.name == "nt":  # select() cannot wait on pipes there: a dot per drawing, as graphviz runs it
+                return self.pipe(format="svg", encoding="utf-8")
             return _dot.svg(self.source)
-        except FileNotFoundError as error:
+        except (FileNotFoundError, graphviz.ExecutableNotFound) as error:
             raise DotNotFoundError(INSTALL_HINT) from error
 
     def html(self) -> str:
