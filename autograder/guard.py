@@ -180,9 +180,9 @@ def _is_library_file(filename, libraries, kind=type, is_a=issubclass, starts=str
 
 def _names_raw_memory(source, names=RAW_MEMORY, kind=type, is_a=issubclass, encode=str.encode, join=bytes.join,
                       contains=bytes.__contains__):
-    """Whether source text (as given to compile) names numpy's raw memory access. What it calls is bound as defaults, and base-class methods read a subclass of str or bytes (whose own
-    methods are the notebook's). An AST is not searched: the text it was parsed from was. (A name the code
-    computes as it runs is not seen.)"""
+    """Whether source text (as given to compile) names numpy's raw memory access. What it calls is bound as
+    defaults, and base-class methods read a subclass of str or bytes (whose own methods are the notebook's). An
+    AST is not searched: the text it was parsed from was. (A name the code computes as it runs is not seen.)"""
     if is_a(kind(source), str):
         source = encode(source, "utf-8", "surrogateescape")
     elif is_a(kind(source), (bytes, bytearray, memoryview)):
@@ -224,7 +224,8 @@ def _hook(sign, checks, write, flush):
     # (and put them back before the next check), not what the closure holds. The checks report such changes.
     mark, event_name, exposing, while_active, code_attributes, checked_at, is_process_memory = (
         MARK, EVENT, EXPOSING, EXPOSING_WHILE_ACTIVE, CODE_ATTRIBUTES, CHECKED_AT, _is_process_memory)
-    names_raw_memory, raw_memory_named, libraries = _names_raw_memory, RAW_MEMORY_NAMED, _library_folders()
+    names_raw_memory, is_library_file, raw_memory_named, libraries = (
+        _names_raw_memory, _is_library_file, RAW_MEMORY_NAMED, _library_folders())
     problems_now, scrub, snapshot, guard_changes, from_a_cell, outside_the_cells, found = (
         checks.problems, checks.scrub, checks.snapshot, checks.guard_changes, checks.called_from_a_cell,
         checks.outside_the_cells, checks.found)
@@ -291,7 +292,7 @@ def _hook(sign, checks, write, flush):
             return f"{event} is not available in a graded notebook"
         elif state["test"] and event in while_active and inspecting(from_a_cell):
             found.append(f"the notebook's code looked at frames or code ({event}) during a test")
-        elif event == "compile" and names_raw_memory(args[0]) and not _is_library_file(args[1], libraries):
+        elif event == "compile" and names_raw_memory(args[0]) and not is_library_file(args[1], libraries):
             drop_key(raw_memory_named)  # and let it run: held for review, it can sign nothing
         elif event == "open" and is_process_memory(args[0]):
             drop_key(f"opening {args[0]!r}")
