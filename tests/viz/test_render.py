@@ -56,3 +56,20 @@ def test_a_drawing_dot_rejects_raises_as_graphviz_does_and_the_next_one_draws(fw
         broken.svg()
     assert b"syntax error" in raised.value.stderr
     assert "<svg" in draw_tree(models.mlp(fw)).svg()  # a new dot: the last one ended at the error
+
+
+def test_a_drawing_interrupted_mid_answer_leaves_nothing_for_the_next(fw, monkeypatch):
+    """A kernel interrupt (KeyboardInterrupt) while dot answers: the next drawing gets its own SVG, not the rest
+    of the interrupted one's."""
+    first, second = draw_tree(models.mlp(fw)), draw_state_dict_diff(models.mlp(fw), {})
+    expected = second.pipe(format="svg", encoding="utf-8")
+    read = render._Dot._read
+
+    def interrupted(self, process):
+        monkeypatch.setattr(render._Dot, "_read", read)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(render._Dot, "_read", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        first.svg()
+    assert second.svg() == expected

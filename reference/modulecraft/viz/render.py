@@ -67,11 +67,16 @@ class _Dot:
                 self.pid = os.getpid()
             process = self.process
             try:
-                process.stdin.write(source.encode() + b"\n" + self.MARKER)
-                process.stdin.flush()
-            except BrokenPipeError:
-                pass  # dot has ended: what it said is read below
-            output, errors = self._read(process)
+                try:
+                    process.stdin.write(source.encode() + b"\n" + self.MARKER)
+                    process.stdin.flush()
+                except BrokenPipeError:
+                    pass  # dot has ended: what it said is read below
+                output, errors = self._read(process)
+            except BaseException:  # interrupted mid-answer (a kernel's interrupt): the rest would answer the next
+                process.kill()
+                self.close()
+                raise
             marker = output.find(self.MARKER_TITLE)
             svg = output[:output.rfind(b"<?xml", 0, marker)] if marker >= 0 else output
             if marker < 0 or not svg.endswith(self.END):  # no drawing: say why, as graphviz's pipe() does
