@@ -10,22 +10,23 @@ the grader evidence that code in the kernel cannot counterfeit without being cau
   which are frozen, the checks' methods, the test for process memory) is bound when it is made: replacing a
   name of this module or a method of its classes, even for a moment, changes nothing the hook does, and is
   reported by the next cell event.
-- Cells are talked to the hook through `sys.audit("modulecraft.guard", what, nonce)`. Before each test cell,
-  "verify" prints one line `modulecraft-guard <nonce> ok|tampered: <what> <hmac>`; each test cell ends with a
-  "passed" call that checks again (a patch that a thread, a callback or a timer would undo after the test is
-  still in place there) and prints `modulecraft-guard <nonce> passed|tampered: <what> <hmac>`, reached only if
-  no statement of the test raised. The grader scores a test cell as failed unless its own signed "passed" line
-  is there, whatever else the cell printed, displayed or hid (`integrity.CollectGuard`).
+- Cells are talked to the hook through `sys.audit("modulecraft.guard", what, nonce)`. Each test cell starts
+  with a "verify" line, which prints one line `modulecraft-guard <nonce> ok|tampered: <what> <hmac>` before the
+  test's first line runs; each test cell ends with a "passed" line that checks again (a patch that a thread, a
+  callback or a timer would undo after the test is still in place there) and prints `modulecraft-guard <nonce>
+  passed|tampered: <what> <hmac>`, reached only if no statement of the test raised. The grader scores a test
+  cell as failed unless its own signed "passed" line is there, whatever else the cell printed, displayed or
+  hid (`integrity.CollectGuard`). A last guard cell checks once more at the end of the notebook.
 - What could reach the key (the garbage collector's object lists, other threads' frames, trace and profile
   functions, ctypes' audited memory access, /proc/*/mem; and frames or code objects while the hook runs student
   code, e.g. an `__eq__` it probes) is refused, and the hook forgets its key first: from then on nothing is
   signed, so the grader holds the submission for review. The key is held by OpenSSL's HMAC object (C), whose
   methods student code cannot patch.
 
-Hidden tests must not reach the learner, not even while they run: once a test cell is in the history and
-compiled, and before its first line runs (an AST transformer, the last step IPython takes before running a
-cell; and IPython's pre_run_cell event for the cell's ExecutionInfo), the guard removes its text from everywhere
-the kernel keeps the running cell's text: the input history (`In`, `_ih`, `_i*`, the history manager's lists,
+Hidden tests must not reach the learner, not even while they run: as a test cell starts (IPython's
+pre_run_cell, which knows a test cell by its first line), and again once it is in the history and compiled (its
+"verify" line, the first to run, before any line of the test), the guard removes its text from everywhere the
+kernel keeps the running cell's text: the input history (`In`, `_ih`, `_i*`, the history manager's lists,
 cache and `_i00`), the ExecutionInfo (`displayhook.exec_result`, later `last_execution_result`), the request
 that carried it (`kernel.get_parent()`, `shell.parent_header`) and linecache (so the instructor's traceback of a
 failing test cell shows no source lines). Code of the notebook that looks at frames or code objects while a
@@ -64,7 +65,6 @@ Limits (CPython cannot confine code within one process):
   refused, with an ImportError saying what to do, and one found loaded anyway is reported.
 """
 import _thread
-import ast
 import builtins
 import gc
 import operator
@@ -80,6 +80,7 @@ SNAPSHOT = f"# {MARK}: snapshot"  # the grader's last line of a locked course ce
 KEY_FILE = ".modulecraft-guard-key"  # in the kernel's working folder, read and deleted by install()
 WATCHED_NUMPY = ("allclose", "isclose", "array_equal", "array_equiv", "all", "any", "equal", "asarray", "array",
                  "ndarray", "testing", "isfinite", "isnan", "shape", "ndim", "dtype", "float32", "float64")
+VERIFY_LINE = f"__import__('sys').audit({EVENT!r}, 'verify', "  # how a test cell starts (`integrity._audit`)
 REBOUND = {"input", "raw_input", "getpass"}  # ipykernel rebinds these for every request
 WATCHED_MODULES = ("builtins", "numpy", "numpy.testing", "modulecraft", "modulecraft.nn", "modulecraft.checks",
                    "autograder.guard")
@@ -140,7 +141,6 @@ def install(cell_deadline=None):
     shell = _shell()
     if shell is not None:
         shell.events.register("pre_run_cell", _before_cell)
-        shell.ast_transformers.append(_BeforeRun())
         shell.events.register("post_run_cell", _after_cell)
     checks = _Checks(interrupt)
     if checks.ffi_free:  # keep it so: a hook of its own, holding no secret (its traceback reaches the notebook)
@@ -196,16 +196,9 @@ def _names_raw_memory(source, names=RAW_MEMORY, kind=type, is_a=issubclass, enco
 
 
 def _before_cell(info):
-    """IPython's pre_run_cell: the cell's ExecutionInfo (which holds its text) is about to be made."""
+    """IPython's pre_run_cell, before any callback the notebook may have added: the cell's ExecutionInfo (which
+    holds its text) is made, the history not yet written."""
     sys.audit(EVENT, "before", info, "")
-
-
-class _BeforeRun(ast.NodeTransformer):
-    """Called by IPython once a cell is in the history and linecache and compiled, just before it runs."""
-
-    def visit(self, node):
-        sys.audit(EVENT, "before", None, "")
-        return node
 
 
 def _after_cell(result=None):
@@ -226,9 +219,10 @@ def _hook(sign, checks, write, flush):
         MARK, EVENT, EXPOSING, EXPOSING_WHILE_ACTIVE, CODE_ATTRIBUTES, CHECKED_AT, _is_process_memory)
     names_raw_memory, is_library_file, raw_memory_named, libraries = (
         _names_raw_memory, _is_library_file, RAW_MEMORY_NAMED, _library_folders())
-    problems_now, scrub, snapshot, guard_changes, from_a_cell, outside_the_cells, found = (
-        checks.problems, checks.scrub, checks.snapshot, checks.guard_changes, checks.called_from_a_cell,
-        checks.outside_the_cells, checks.found)
+    problems_now, scrub, running_cell, snapshot, guard_changes, from_a_cell, outside_the_cells, found = (
+        checks.problems, checks.scrub, checks.running_cell, checks.snapshot, checks.guard_changes,
+        checks.called_from_a_cell, checks.outside_the_cells, checks.found)
+    about_to_test = _test_about_to_run
     collecting, stop_collecting, collect_again = gc.isenabled, gc.disable, gc.enable
 
     def drop_key(why):
@@ -256,7 +250,7 @@ def _hook(sign, checks, write, flush):
             state["inspecting"] = False
 
     def cell_event(what, nonce, args):
-        """What a guard cell, a test cell's last line or IPython (before and after a cell) asks for."""
+        """What a test cell's first and last lines, the last guard cell or IPython (after a cell) ask for."""
         found.extend(problem for problem in guard_changes() if problem not in found)
         if what in ("verify", "passed"):
             problems = problems_now() if what in checked_at else []
@@ -264,8 +258,12 @@ def _hook(sign, checks, write, flush):
             report(nonce, "tampered: " + "; ".join(sorted(set(problems))) if problems else clean)
         if what == "verify":
             state["test"] = args[2][::-1]  # the test cell's "passed" nonce: how to find it in the history
-        elif what == "before" and state["test"] and scrub(state["test"], nonce):
-            state["running"] = True  # the test cell's text is gone before any of its code runs
+            if state["test"] and scrub(state["test"], running_cell()):
+                state["running"] = True  # the test cell's text is gone before any line of the test runs
+        elif what == "before":  # a test cell's ExecutionInfo and request are emptied before anything sees them
+            test = about_to_test(nonce)
+            if test:
+                state["test"], state["running"] = test, scrub(test, nonce)
         elif what == "after" and state["running"]:
             if inspecting(outside_the_cells):
                 scrub(state["test"], None)
@@ -340,6 +338,17 @@ def _is_process_memory(path, fspath=os.fspath, kind=type, decode=bytes.decode, s
     return count(parts) >= 4 and parts[1] == "proc" and parts[3] in ("mem", "map_files", "pagemap")
 
 
+def _test_about_to_run(info, verify=VERIFY_LINE, kind=type, starts=str.startswith, cut=str.partition,
+                       split=str.rsplit):
+    """The "passed" nonce of the test cell whose ExecutionInfo is `info` (its first line, the verify line, holds
+    it reversed), or None for any other cell."""
+    text = getattr(info, "raw_cell", None)  # an ExecutionInfo is IPython's (checked), not the notebook's
+    if kind(text) is not str or not starts(text, verify):
+        return None
+    first_line = cut(text, "\n")[0]
+    return split(first_line, "'", 2)[-2][::-1] if first_line.count("'") >= 8 else None
+
+
 def _holds(text, nonce):
     return type(text) is str and nonce in text  # a str subclass could run the notebook's code on `in`
 
@@ -360,7 +369,7 @@ class _Checks:
         self.builtin_originals.update(__import__=builtins.__import__, __build_class__=builtins.__build_class__)
         self.guard_module = vars(sys.modules[__name__])
         self.guard_originals = dict(self.guard_module)
-        self.guard_classes = [(cls, dict(vars(cls))) for cls in (_Checks, _ClassDict, _BeforeRun)]
+        self.guard_classes = [(cls, dict(vars(cls))) for cls in (_Checks, _ClassDict)]
         self.watched = {}
         self._watch(numpy, "numpy", WATCHED_NUMPY)
         self._watch(numpy.testing, "numpy.testing", [n for n in dir(numpy.testing) if n.startswith("assert")])
@@ -435,9 +444,14 @@ class _Checks:
         filename = frame.f_code.co_filename
         return type(filename) is not str or dict.__contains__(self.cells, filename)
 
+    def running_cell(self):
+        """The ExecutionInfo of the cell running now (IPython's, which holds its text), or None."""
+        result = getattr(getattr(self.shell, "displayhook", None), "exec_result", None)
+        return getattr(result, "info", None)
+
     def scrub(self, nonce, info):
         """Forget the test cell holding `nonce` (its last line names it) wherever the kernel keeps the text of
-        the running cell: its ExecutionInfo (`info`, from IPython's pre_run_cell), the input history (`In`,
+        the running cell: its ExecutionInfo (`info`), the input history (`In`,
         `_ih`, `_i*`, the history manager's lists and cache), the request that carried it, and linecache.
         Whether any of them held it (the cell is the test cell)."""
         import linecache

@@ -193,9 +193,10 @@ def _audit(what: str, nonce: str = "", test: str = "") -> str:
 
 
 class InsertGuard(NbGraderPreprocessor):
-    """Guard cells: install first, verify before each test cell; a last line in each test cell that reports it
-    ran to its end, and a last comment in each locked course cell, after which the guard takes its snapshot.
-    The key that signs the guard's lines goes to the kernel's folder (`sandbox`), never into the notebook."""
+    """Guard cells and lines: install first; in each test cell a first line that checks (verify) and a last line
+    that reports it ran to its end; a last comment in each locked course cell, after which the guard takes its
+    snapshot; a last cell that checks once more. The key that signs the guard's lines goes to the kernel's folder
+    (`sandbox`), never into the notebook."""
 
     def preprocess(self, nb, resources):
         global _key
@@ -206,12 +207,12 @@ class InsertGuard(NbGraderPreprocessor):
         cells = [_guard_cell("install", INSTALL.format(deadline=deadline))]
         for cell in nb.cells:
             if cell.cell_type == "code" and _is_test(cell):
-                passed = secrets.token_hex(16)  # also tells the guard which cell to scrub once it has run:
-                # reversed, so that only the test cell holds it as written
-                cells.append(_guard_cell("verify", _audit("verify", nonce := secrets.token_hex(16), passed[::-1]),
-                                         nonce=nonce, test=_grade_id(cell)))
-                cell.metadata[GUARD_KEY] = {"role": "test", "nonce": passed, "source": cell.source}
-                cell.source = cell.source.rstrip("\\\n") + "\n" + _audit("passed", passed)
+                passed = secrets.token_hex(16)  # also tells the guard which cell to scrub as the test starts:
+                # reversed in the verify line, so that only the last line holds it as written
+                verify = secrets.token_hex(16)
+                cell.metadata[GUARD_KEY] = {"role": "test", "nonce": passed, "verify": verify, "source": cell.source}
+                cell.source = (_audit("verify", verify, passed[::-1]) + "\n" + cell.source.rstrip("\\\n") + "\n"
+                               + _audit("passed", passed))
             elif cell.cell_type == "code" and utils.is_locked(cell) and not utils.is_grade(cell):
                 # Once it has run, the guard remembers the modules it bound (no cell of its own: a round trip less).
                 cell.metadata[GUARD_KEY] = {"role": "course", "source": cell.source}
@@ -239,6 +240,8 @@ class CollectGuard(NbGraderPreprocessor):
             if guard["role"] == "verify" and not _kernel_gone(cell):
                 _verdict.extend(_read_verdict(cell, guard["nonce"], guard["test"]))
             elif guard["role"] == "test":
+                if not _kernel_gone(cell) or _signed_lines(cell):  # (a cell the kernel never ran says nothing)
+                    _verdict.extend(_read_verdict(cell, guard["verify"], _grade_id(cell)))
                 _score_test(cell, guard)
             elif guard["role"] == "course":
                 cell.source = guard["source"]

@@ -57,11 +57,17 @@ WHILE_RUNNING = {
     "reads-the-execution-info": prints_reversed("get_ipython().displayhook.exec_result.info.raw_cell"),
     "reads-linecache": prints_reversed("[entry[2] for entry in __import__('linecache').cache.values()]"),
 }
-LEAKERS |= {student: ({"add": source}, "graded") for student, source in WHILE_RUNNING.items()}
-# The guard's scrub before a cell runs, taken out in the kernel before install() (so it is not seen as tampering).
-WITHOUT_SCRUB = ("import autograder.guard as g\n"
-                 "g._before_cell = lambda info: None\n"
-                 "g._BeforeRun.visit = lambda self, node: node\n")
+# A pre_run_cell callback of the notebook's sees the test cell's ExecutionInfo as it starts (the callback is
+# reported as tampering: held for review).
+WHILE_RUNNING["reads-in-a-pre-run-callback"] = """seen = []
+get_ipython().events.register("pre_run_cell", lambda info: seen.append(info.raw_cell))
+def add(a, b):
+    print(str(seen)[::-1])
+    return np.asarray(a) + np.asarray(b)"""
+LEAKERS |= {student: ({"add": source}, "needs review" if "callback" in student else "graded")
+            for student, source in WHILE_RUNNING.items()}
+# The guard's scrub as a test starts, taken out in the kernel before install() (so it is not seen as tampering).
+WITHOUT_SCRUB = "import autograder.guard as g\ng._Checks.scrub = lambda self, nonce, info: False\n"
 
 
 def grade(tmp_path, course, leakers):
