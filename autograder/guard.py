@@ -80,7 +80,8 @@ SNAPSHOT = f"# {MARK}: snapshot"  # the grader's last line of a locked course ce
 KEY_FILE = ".modulecraft-guard-key"  # in the kernel's working folder, read and deleted by install()
 WATCHED_NUMPY = ("allclose", "isclose", "array_equal", "array_equiv", "all", "any", "equal", "asarray", "array",
                  "ndarray", "testing", "isfinite", "isnan", "shape", "ndim", "dtype", "float32", "float64")
-VERIFY_LINE = f"__import__('sys').audit({EVENT!r}, 'verify', "  # how a test cell starts (`integrity._audit`)
+AUDIT_CALL = f"__import__('sys').audit({EVENT!r}, "  # how the grader's lines start (`integrity._audit`)
+VERIFY_LINE = AUDIT_CALL + "'verify', "  # how a test cell starts
 REBOUND = {"input", "raw_input", "getpass"}  # ipykernel rebinds these for every request
 WATCHED_MODULES = ("builtins", "numpy", "numpy.testing", "modulecraft", "modulecraft.nn", "modulecraft.checks",
                    "autograder.guard")
@@ -100,7 +101,7 @@ EXPOSING = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents", 
 EXPOSING_WHILE_ACTIVE = frozenset({"sys._getframe", "object.__getattr__"})
 FRAME_WRAPPERS = ("inspect", "traceback")  # modules through which a cell commonly reaches frames
 CODE_ATTRIBUTES = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
-# Checked before each test cell and again at its end, before "passed" is signed: a patch that a thread, a
+# Checked as each test cell starts and again at its end, before "passed" is signed: a patch that a thread, a
 # callback or a timer would undo after the test's checks is still there at its end.
 CHECKED_AT = frozenset({"verify", "passed"})
 IMMUTABLE_TYPE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE: classes nobody can patch

@@ -28,7 +28,7 @@ from traitlets.config import Config
 
 from . import config as course_config
 from . import feedback, sandbox
-from .guard import EVENT, FFI_REFUSED, MARK, SNAPSHOT
+from .guard import AUDIT_CALL, FFI_REFUSED, MARK, SNAPSHOT
 
 UNGRADABLE = ("not a valid notebook", "not a notebook of chapter", "no notebook was submitted")
 GUARD_KEY = "modulecraft_guard"  # cell metadata key of inserted guard cells
@@ -189,7 +189,7 @@ def _guard_cell(role: str, source: str, **extra):
 
 def _audit(what: str, nonce: str = "", test: str = "") -> str:
     """A line that talks to the guard's audit hook (no name the notebook could rebind but builtins, checked)."""
-    return f"__import__('sys').audit({EVENT!r}, {what!r}, {nonce!r}, {test!r})"
+    return f"{AUDIT_CALL}{what!r}, {nonce!r}, {test!r})"
 
 
 class InsertGuard(NbGraderPreprocessor):

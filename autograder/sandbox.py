@@ -203,8 +203,7 @@ class Sandbox:
         _open.append(self)
         if self.as_root:
             prefix = f"slot{self.slot}-"
-            if namespaces_available():
-                share_state_dir()
+            kernel_server()  # started (and STATE_DIR shared with it) before this kernel's folder is mounted
             for stale in STATE_DIR.glob(f"{prefix}*"):  # what a dead grader left in this slot: nobody uses it now
                 _remove(stale)
             self.workdir = Path(tempfile.mkdtemp(prefix=prefix + "kernel-", dir=STATE_DIR))
