@@ -97,9 +97,10 @@ def serve(listener: socket.socket) -> None:
 
 
 def _format_a_traceback() -> None:
-    """Format one traceback as a kernel's shell does (IPython's defaults for ipykernel: Context mode, the neutral
-    theme). A process's first one imports stack_data, builds pygments' lexer and style tables and inspect's map
-    of files to modules: two thirds of the time a failing cell takes, paid here once instead of in every kernel."""
+    """Format one traceback as IPython's default for ipykernel does (Context mode, the neutral theme; grading
+    kernels use Plain mode, which needs a part of that, and a notebook may switch back). A process's first one
+    imports stack_data, builds pygments' lexer and style tables and inspect's map of files to modules: paid here
+    once instead of in every kernel."""
     from ipykernel.zmqshell import ZMQInteractiveShell
     from IPython.core.ultratb import AutoFormattedTB
 
