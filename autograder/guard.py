@@ -67,6 +67,7 @@ Limits (CPython cannot confine code within one process):
 import _thread
 import builtins
 import gc
+import itertools
 import operator
 import os
 import signal
@@ -106,6 +107,7 @@ CODE_ATTRIBUTES = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
 CHECKED_AT = frozenset({"verify", "passed"})
 IMMUTABLE_TYPE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE: classes nobody can patch
 HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: classes made at run time (a C extension's own types are not)
+TYPE_SUBCLASS = 1 << 31  # Py_TPFLAGS_TYPE_SUBCLASS: the type of a class (type or a metaclass)
 # The foreign function interfaces: the extensions (by their types' __module__) and every module name whose
 # import would load one. Once loaded, an extension stays in memory whatever sys.modules says.
 FFI_EXTENSIONS = frozenset({"_ctypes", "_cffi_backend"})
@@ -224,7 +226,7 @@ def _hook(sign, checks, write, flush):
         checks.problems, checks.scrub, checks.running_cell, checks.snapshot, checks.guard_changes,
         checks.called_from_a_cell, checks.outside_the_cells, checks.found)
     about_to_test = _test_about_to_run
-    collecting, stop_collecting, collect_again = gc.isenabled, gc.disable, gc.enable
+    collecting, stop_collecting, collect_again, tracked_objects = gc.isenabled, gc.disable, gc.enable, gc.get_objects
 
     def drop_key(why):
         state["sign"] = None
@@ -254,7 +256,7 @@ def _hook(sign, checks, write, flush):
         """What a test cell's first and last lines, the last guard cell or IPython (after a cell) ask for."""
         found.extend(problem for problem in guard_changes() if problem not in found)
         if what in ("verify", "passed"):
-            problems = problems_now() if what in checked_at else []
+            problems = problems_now(inspecting(tracked_objects)) if what in checked_at else []
             clean = "ok" if what == "verify" else "passed"
             report(nonce, "tampered: " + "; ".join(sorted(set(problems))) if problems else clean)
         if what == "verify":
@@ -397,6 +399,12 @@ class _Checks:
         self.ffi_free = not ffi  # whether this process never loaded an FFI (nothing reads memory through one)
         self.ctypes_unions = _ctypes_unions(ffi)
         self.honest = {}  # classes made since install() that compare honestly (see _always_equal)
+        # From now on the garbage collector's lists hold only objects made since (the older ones are frozen), a
+        # few thousand to search for new classes instead of every class alive. A marker class tells whether the
+        # notebook froze objects too (gc.freeze() takes it along): then every class alive is walked again.
+        gc.freeze()
+        self.marker = type("young", (), {})
+        self.classes[id(self.marker)] = self.marker
 
     def _watch(self, owner, owner_name, names):
         for name in names:
@@ -407,6 +415,8 @@ class _Checks:
         """This module's names and its classes' methods that were replaced (plain dict and identity checks)."""
         changed = [f"the guard's {name} was replaced" for name, value in self.guard_originals.items()
                    if self.guard_module.get(name) is not value]
+        changed += [f"the guard's module was given the name {name!r}"
+                    for name in _added_names(self.guard_module, self.guard_originals)]
         return changed + [f"the guard's {cls.__qualname__}.{name} was replaced" for cls, before in self.guard_classes
                           for name, value in before.items() if vars(cls).get(name) is not value]
 
@@ -492,7 +502,8 @@ class _Checks:
             if isinstance(value, types.ModuleType) and not name.startswith("_"):
                 self.bound_modules.setdefault(name, value)
 
-    def problems(self):
+    def problems(self, tracked=()):
+        """What was tampered with; `tracked`: the objects the garbage collector tracks (made since install())."""
         # First what everything below relies on, without calling any of it: builtins and this module.
         changed = [f"builtins.{name} was replaced" for name, value in self.builtin_originals.items()
                    if self.builtins.get(name) is not value]
@@ -520,7 +531,7 @@ class _Checks:
         problems += [f"a handler for signal {number} was set" for number, handler in _signal_handlers().items()
                      if handler is not self.signal_handlers.get(number)
                      and (callable(handler) or number == DEADLINE_SIGNAL)]
-        new_classes = [cls for key, cls in _all_classes().items() if key not in self.classes]
+        new_classes = [cls for key, cls in self.classes_now(tracked).items() if key not in self.classes]
         problems += [f"the notebook made the ctypes union {cls.__qualname__!r} (it reads any memory)"
                      for cls in new_classes if issubclass(cls, self.ctypes_unions)]
         if self.ffi_free:
@@ -528,6 +539,27 @@ class _Checks:
                          for name in sorted({cls.__module__ for cls in _ffi_types(new_classes)})]
         problems += [f"class {name!r} compares equal to anything" for name in _always_equal(new_classes, self.honest)]
         return problems
+
+    def classes_now(self, tracked):
+        """Every class made since install(), and others: the classes among `tracked` and the direct subclasses of
+        `object` and `type` (a C extension's own types are never tracked; an FFI's include some of those), or, if
+        the marker is not among `tracked` (the notebook froze objects), every class alive."""
+        found = _classes_among(tracked)
+        if id(self.marker) not in found:
+            return _all_classes()
+        for base in (object, type):
+            found.update((id(cls), cls) for cls in type.__subclasses__(base))
+        return found
+
+
+def _classes_among(objects, kind=type, ident=id, flags=type.__dict__["__flags__"].__get__,
+                   keep=itertools.compress):
+    """The classes among `objects`, by id. Only ids, types and type's own flags are read: no code of theirs runs
+    (`isinstance` would ask an object for its `__class__`; a metaclass could answer `==` or `hash`)."""
+    kinds = list(map(kind, objects))
+    metaclasses = {key for key, cls in dict(zip(map(ident, kinds), kinds)).items() if flags(cls) & TYPE_SUBCLASS}
+    classes = keep(objects, map(metaclasses.__contains__, map(ident, kinds)))
+    return {ident(cls): cls for cls in classes}
 
 
 def _signal_handlers(numbers=tuple(int(number) for number in signal.valid_signals()
@@ -546,6 +578,13 @@ def _ctypes_unions(ffi_types):
     """What a ctypes union derives from: a union of a pointer and an integer reads any address, unaudited.
     (Other ctypes types are made by libraries as they load, e.g. scikit-learn's threadpoolctl.)"""
     return tuple(cls for cls in ffi_types if cls.__name__ == "Union" and cls.__module__ == "_ctypes")
+
+
+def _added_names(module, originals, kind=type):
+    """Names given to the guard's module since install(): one would shadow a builtin its checks call. A key that
+    is not exactly a str is reported as such, unhashed (its `__hash__` would be the notebook's code)."""
+    return [name if kind(name) is str else "(a key that is not a str)" for name in module
+            if kind(name) is not str or name not in originals]
 
 
 def _changed(before, after):

@@ -49,6 +49,15 @@ ARRAY_ALWAYS_EQUAL = """class Matches(np.ndarray):
 
 def add(a, b):
     return np.zeros(2).view(Matches)"""
+# The guard looks for new classes among the objects the garbage collector tracks: this one is frozen out of them
+# (test_new_classes shows it unseen without the guard's marker).
+FREEZES_ALWAYS_EQUAL = """import gc
+class Anything:
+    def __eq__(self, other):
+        return True
+gc.freeze()
+def add(a, b):
+    return Anything()"""
 RETURNS_MOCK_ANY = "from unittest.mock import ANY\ndef add(a, b):\n    return ANY"
 HUNTS_THE_GUARD = """import gc
 for thing in gc.get_objects():
@@ -79,6 +88,17 @@ DISABLES_THE_CHECKS = """import autograder.guard
 autograder.guard._Checks.problems = lambda self: []
 np.allclose = lambda *args, **kwargs: True
 """ + WRONG_ADD
+# A name added to the guard's module shadows the builtin its checks call (the names it had are watched).
+SHADOWS_A_BUILTIN = """import autograder.guard as guard, builtins
+honest_allclose = np.allclose
+def getattr(owner, name, *default):
+    return honest_allclose if owner is np and name == "allclose" else builtins.getattr(owner, name, *default)
+guard.getattr = getattr
+del getattr
+np.allclose = lambda *args, **kwargs: True
+def add(a, b):
+    return np.abs(np.asarray(a) + np.asarray(b))  # wrong for negative sums: the hidden test's np.allclose fails
+"""
 CLEARS_THE_REFUSALS = """import gc
 import autograder.guard as guard
 refused, guard.EXPOSING = guard.EXPOSING, frozenset()
@@ -194,6 +214,7 @@ ATTACKS = {
     "rewrites-tests": (REWRITES_TESTS, 0, "needs review", "transform_cell was changed on its instance"),
     "unnamed-always-equal": (UNNAMED_ALWAYS_EQUAL, 0, "needs review", "class 'Anything' compares equal"),
     "array-always-equal": (ARRAY_ALWAYS_EQUAL, 0, "needs review", "class 'Matches' compares equal"),
+    "freezes-always-equal": (FREEZES_ALWAYS_EQUAL, 0, "needs review", "class 'Anything' compares equal"),
     "returns-mock-any": (RETURNS_MOCK_ANY, 0, "needs review", "class '_ANY' compares equal"),
     "hunts-the-guard": (HUNTS_THE_GUARD, 0, "needs review", "key was dropped after gc.get_objects"),
     "reads-memory": (READS_MEMORY, HONEST_CEILING, "graded", "is not available while grading"),
@@ -209,6 +230,7 @@ ATTACKS = {
     "imports-narwhals": (IMPORTS_NARWHALS, 5, "graded", None),
     "always-equal-from-a-file": (ALWAYS_EQUAL_FROM_A_FILE, 0, "needs review", "class 'Anything' compares equal"),
     "disables-the-checks": (DISABLES_THE_CHECKS, 0, "needs review", "the guard's _Checks.problems was replaced"),
+    "shadows-a-builtin": (SHADOWS_A_BUILTIN, 0, "needs review", "the guard's module was given the name 'getattr'"),
     "clears-the-refusals": (CLEARS_THE_REFUSALS, 0, "needs review", "key was dropped after gc.get_objects"),
     "fools-the-memory-check": (FOOLS_THE_MEMORY_CHECK, 0, "needs review", "key was dropped after opening"),
     "fools-it-with-a-builtin": (FOOLS_IT_WITH_A_BUILTIN, 0, "needs review", "key was dropped after opening"),
@@ -235,6 +257,7 @@ g.EXPOSING = g.EXPOSING - frozenset(["ctypes.PyObj_FromPtr"])
 g._Checks.outside_the_cells = lambda self: True
 g.SNAPSHOT = "(no locked cell ends with this)"
 g._names_raw_memory = lambda source: False
+g._added_names = lambda module, originals: []
 """
 UNDEFENDED = {
     "imports-narwhals": (0, "needs review"),
@@ -243,6 +266,7 @@ UNDEFENDED = {
     "ends-the-watch-early": (5, "graded"),
     "rebinds-np": (5, "graded"),
     "reads-memory-with-numpy": (HONEST_CEILING, "graded"),
+    "shadows-a-builtin": (5, "graded"),
 }
 
 
