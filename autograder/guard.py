@@ -44,6 +44,11 @@ receives the running frame; the guard's own DEADLINE_SIGNAL handler, changed in 
 started that is still running; a ctypes union made by the notebook; an FFI loaded into a kernel that had none;
 and classes created since `install()` whose instances compare equal to values they cannot know
 (always-equal objects, whatever their names; a comparison answering None, as typing stubs do, is no answer).
+New classes are looked for among the objects the garbage collector tracks, which `install()` leaves holding
+only what is made after it (it freezes the rest: a few thousand objects to search, not every class alive), and
+among the direct subclasses of `object` and `type` (a C extension's own types, an FFI's, are never tracked); a
+notebook that freezes its objects as well takes the guard's marker class along, and every class alive is
+walked instead. A name given to this module is reported too: it would shadow a builtin the checks call.
 
 Limits (CPython cannot confine code within one process):
 - A patch that student code makes and undoes within one test cell, between two checks, is not seen (e.g. a
