@@ -507,7 +507,7 @@ class _Checks:
             if isinstance(value, types.ModuleType) and not name.startswith("_"):
                 self.bound_modules.setdefault(name, value)
 
-    def problems(self, tracked=()):
+    def problems(self, tracked):
         """What was tampered with; `tracked`: the objects the garbage collector tracks (made since install())."""
         # First what everything below relies on, without calling any of it: builtins and this module.
         changed = [f"builtins.{name} was replaced" for name, value in self.builtin_originals.items()

@@ -9,7 +9,8 @@ from autograder import guard
 from test_ffi_free import INSTALL, VERIFY, run_kernel
 
 ALWAYS_EQUAL = "class Anything:\n    def __eq__(self, other):\n        return True\n"
-ONLY_TRACKED_OBJECTS = "import autograder.guard as g\ng._Checks.classes_now = lambda self, tracked: g._classes_among(tracked)\n"
+ONLY_TRACKED_OBJECTS = ("import autograder.guard as g\n"
+                        "g._Checks.classes_now = lambda self, tracked: g._classes_among(tracked)\n")
 FOUND = f"{guard.MARK} nonce tampered: class 'Anything' compares equal to anything"
 
 
