@@ -129,6 +129,7 @@ RAW_MEMORY_NAMED = ("compiling code that names numpy's raw memory access (__arra
 # Sent to the main thread by the guard's cell-deadline timer (`signal.pthread_kill`): a real-time signal no
 # library uses, whose Python handler (the guard's) ends an overdue cell with KeyboardInterrupt.
 DEADLINE_SIGNAL = signal.SIGRTMAX
+DEADLINE_REACHED = "the cell's time limit was reached"  # the message of that KeyboardInterrupt (the grader's sign)
 
 
 class _Stranger:
@@ -734,10 +735,12 @@ def _stop_cells_after(seconds, send=signal.pthread_kill):
     """End a cell still running `seconds` after it started with KeyboardInterrupt; returns what the timers call
     (which tells the guard's own threads from the notebook's).
 
-    The grader interrupts a cell at the time limit with SIGINT, which a cell can ignore; nbclient then gives up
-    on the whole notebook. A timer thread sends the guard's own DEADLINE_SIGNAL to the main thread (no FFI
-    needed), whose handler raises KeyboardInterrupt there: such a cell ends too, even one blocked in a system
-    call (the signal interrupts it), and the rest is still graded.
+    The grader interrupts a cell at the time limit with SIGINT, which a cell can ignore (nbclient then gives up
+    on the whole notebook) and which can land in the guard's hook (which then drops its key: a false hold). The
+    grader sets `seconds` a little under its limit: a timer thread sends the guard's own DEADLINE_SIGNAL to the
+    main thread (no FFI needed), whose handler raises KeyboardInterrupt(DEADLINE_REACHED) there: the cell ends
+    first, even one that ignores SIGINT or is blocked in a system call (the signal interrupts it), and the rest
+    is still graded.
     Not while the guard runs (in its audit hook, or code of the notebook its checks call, e.g. a slow `__eq__`):
     cut short there, it would drop its key and hold the notebook for review. The handler has a timer send the
     signal again a moment later, until the guard has returned: the cell ends in its own code."""
@@ -763,13 +766,13 @@ def _stop_cells_after(seconds, send=signal.pthread_kill):
         while timers:
             timers.pop().cancel()
 
-    def stop_the_cell(signum, frame, guard=__name__, name_of=dict.get):
+    def stop_the_cell(signum, frame, guard=__name__, name_of=dict.get, reached=DEADLINE_REACHED):
         while frame is not None:  # f_back and f_globals raise no audit event
             if name_of(frame.f_globals, "__name__") == guard:
                 arm(0.01)  # (sent again from here, the signal would come back at once, in this handler)
                 return
             frame = frame.f_back
-        raise KeyboardInterrupt
+        raise KeyboardInterrupt(reached)
 
     signal.signal(DEADLINE_SIGNAL, stop_the_cell)
     shell = _shell()

@@ -28,7 +28,7 @@ from traitlets.config import Config
 
 from . import config as course_config
 from . import feedback, sandbox
-from .guard import AUDIT_CALL, FFI_REFUSED, MARK, SNAPSHOT
+from .guard import AUDIT_CALL, DEADLINE_REACHED, FFI_REFUSED, MARK, SNAPSHOT
 
 UNGRADABLE = ("not a valid notebook", "not a notebook of chapter", "no notebook was submitted")
 GUARD_KEY = "modulecraft_guard"  # cell metadata key of inserted guard cells
@@ -155,12 +155,18 @@ def _which_chapter(found_ids: list[str], source_root: Path) -> str:
 
 
 def timed_out_cells(graded: Path) -> list[str]:
-    """grade_ids (or indices) of the cells that hit the per-cell time limit in an autograded notebook."""
+    """grade_ids (or indices) of the cells that hit the per-cell time limit in an autograded notebook: ended by the
+    guard's deadline, or interrupted by nbclient (no guard, or its deadline could not start a timer thread)."""
     if not graded.exists():
         return []
     cells = json.loads(graded.read_text())["cells"]
     return [_grade_id(cell) or f"#{index}" for index, cell in enumerate(cells)
-            if any(output.get("ename") == "CellTimeoutError" for output in cell.get("outputs", []))]
+            if any(_timed_out(output) for output in cell.get("outputs", []))]
+
+
+def _timed_out(output) -> bool:
+    ename = output.get("ename")
+    return ename == "CellTimeoutError" or (ename == "KeyboardInterrupt" and output.get("evalue") == DEADLINE_REACHED)
 
 
 # -- the guard around the tests ---------------------------------------------------------------------------
@@ -202,8 +208,8 @@ class InsertGuard(NbGraderPreprocessor):
         global _key
         _key = secrets.token_bytes(32)
         sandbox.guard_key = _key
-        # A second after the grader's interrupt at the cell time limit, within nbclient's 4 s wait for the cell.
-        deadline = course_config.CELL_TIMEOUT + 1
+        # The guard ends a cell a second before the grader would interrupt it (`guard._stop_cells_after`).
+        deadline = max(course_config.CELL_TIMEOUT - 1, course_config.CELL_TIMEOUT / 2)
         cells = [_guard_cell("install", INSTALL.format(deadline=deadline))]
         for cell in nb.cells:
             if cell.cell_type == "code" and _is_test(cell):

@@ -12,7 +12,7 @@ import sys
 import nbformat
 import pytest
 
-from autograder import guard, integrity
+from autograder import config, guard, integrity
 
 DRIVER = """import json, sys
 if json.loads(sys.argv[1]):
@@ -124,11 +124,28 @@ def test_a_kernel_with_ctypes_already_loaded_keeps_it(tmp_path):
 
 def test_the_deadline_ends_a_cell_that_ignores_sigint_without_an_ffi(tmp_path):
     _, looping, after, verify = run_kernel(tmp_path, [INSTALL, IGNORES_SIGINT, "print('next cell')", VERIFY])
-    assert looping[0][:2] == ["KeyboardInterrupt", ""] and "ran to its end" not in looping[1]
+    assert looping[0][:2] == ["KeyboardInterrupt", guard.DEADLINE_REACHED] and "ran to its end" not in looping[1]
     assert after == (None, ["next cell"])
     assert verify[1][0].startswith(f"{guard.MARK} nonce ok "), verify  # the guard's own timer and handler
     _, looping = run_kernel(tmp_path, [WITHOUT_THE_DEADLINE + INSTALL, IGNORES_SIGINT])
     assert looping == (None, ["ran to its end"])
+
+
+def test_the_grader_counts_the_guards_deadline_as_the_time_limit(tmp_path):
+    """The guard ends a cell a second before nbclient would interrupt it (whose SIGINT could land in the guard's
+    hook): its KeyboardInterrupt is the time limit (reported, and the notebook tried again); one the notebook
+    raised itself is an ordinary error."""
+    cells = []
+    for grade_id, evalue in [("ended", guard.DEADLINE_REACHED), ("raised", ""), ("interrupted", None)]:
+        cell = nbformat.v4.new_code_cell(metadata={"nbgrader": {"grade_id": grade_id}})
+        ename = "CellTimeoutError" if evalue is None else "KeyboardInterrupt"
+        cell.outputs = [nbformat.v4.new_output("error", ename=ename, evalue=evalue or "", traceback=[])]
+        cells.append(cell)
+    graded = tmp_path / "graded.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), graded)
+    assert integrity.timed_out_cells(graded) == ["ended", "interrupted"]
+    guarded, _ = integrity.InsertGuard().preprocess(nbformat.v4.new_notebook(), {})
+    assert guarded.cells[0].source == integrity.INSTALL.format(deadline=config.CELL_TIMEOUT - 1)
 
 
 SLEEPS_IGNORING_SIGINT = """import signal, time
