@@ -78,6 +78,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import types
 
 MARK = "modulecraft-guard"
@@ -146,12 +147,13 @@ def install(cell_deadline=None):
         os.unlink(KEY_FILE)
     except OSError:
         key = None  # not graded by our grader (e.g. run by hand): nothing will be signed
-    interrupt = _stop_cells_after(cell_deadline) if cell_deadline else None
+    if cell_deadline:
+        _stop_cells_after(cell_deadline)  # its thread starts before the checks' snapshot of threads
     shell = _shell()
     if shell is not None:
         shell.events.register("pre_run_cell", _before_cell)
         shell.events.register("post_run_cell", _after_cell)
-    checks = _Checks(interrupt)
+    checks = _Checks()
     if checks.ffi_free:  # keep it so: a hook of its own, holding no secret (its traceback reaches the notebook)
         for name in FFI_MODULES:  # a None entry (the server's) fails an import without a word, or not at all
             if name in sys.modules and sys.modules[name] is None:  # (Cython's `import ctypes` gets None)
@@ -365,7 +367,7 @@ def _holds(text, nonce):
 class _Checks:
     """Snapshots taken by install() and compared by each verify."""
 
-    def __init__(self, interrupt):
+    def __init__(self):
         import numpy  # the tests' numpy, imported before any student code runs
         try:
             import modulecraft.checks as course_checks
@@ -397,7 +399,6 @@ class _Checks:
         self.ipython = _ipython_hooks(self.shell)
         self.bound_modules = {}  # names bound to modules by the course's locked cells
         # What can run code later, at a time of its own (undoing a patch after a test's checks).
-        self.interrupt = interrupt  # what the guard's own timer threads call
         self.threads = set(threading.enumerate())
         self.gc_callbacks = tuple(map(id, gc.callbacks))
         self.signal_handlers = _signal_handlers()
@@ -427,10 +428,9 @@ class _Checks:
                           for name, value in before.items() if vars(cls).get(name) is not value]
 
     def is_ours(self, thread):
-        """Whether `thread` runs only our code: the guard's cell-deadline timer, or a thread class of the
-        kernel's libraries run as is (e.g. zmq's garbage collector, started when a cell prints much)."""
-        if type(thread) is threading.Timer:
-            return self.interrupt is not None and thread.function is self.interrupt
+        """Whether `thread` runs only our code: a thread class of the kernel's libraries run as is (e.g. zmq's
+        garbage collector, started when a cell prints much). (The guard's cell deadline is a thread started
+        before the snapshot.)"""
         return _is_trusted(type(thread)) and getattr(thread, "_target", None) is None
 
     def called_from_a_cell(self, frame_at=sys._getframe):
@@ -731,54 +731,64 @@ def _ipython_hooks(shell):
     }
 
 
-def _stop_cells_after(seconds, send=signal.pthread_kill):
-    """End a cell still running `seconds` after it started with KeyboardInterrupt; returns what the timers call
-    (which tells the guard's own threads from the notebook's).
+def _stop_cells_after(seconds, send=signal.pthread_kill, monotonic=time.monotonic):
+    """End a cell still running `seconds` after it started with KeyboardInterrupt.
 
     The grader interrupts a cell at the time limit with SIGINT, which a cell can ignore (nbclient then gives up
     on the whole notebook) and which can land in the guard's hook (which then drops its key: a false hold). The
-    grader sets `seconds` a little under its limit: a timer thread sends the guard's own DEADLINE_SIGNAL to the
+    grader sets `seconds` a little under its limit: a thread of the guard's sends its own DEADLINE_SIGNAL to the
     main thread (no FFI needed), whose handler raises KeyboardInterrupt(DEADLINE_REACHED) there: the cell ends
     first, even one that ignores SIGINT or is blocked in a system call (the signal interrupts it), and the rest
     is still graded.
+    One thread, started here, before any code of the notebook (whose processes could fill the limit later):
+    a cell's start only writes down its deadline. (A timer thread per cell cost most of the guard's time per
+    cell: starting a thread waits until it runs.) The thread sleeps at most `seconds` at a time, so it is
+    awake by any cell's deadline without being told of it.
     Not while the guard runs (in its audit hook, or code of the notebook its checks call, e.g. a slow `__eq__`):
-    cut short there, it would drop its key and hold the notebook for review. The handler has a timer send the
-    signal again a moment later, until the guard has returned: the cell ends in its own code."""
-    timers = []
+    cut short there, it would drop its key and hold the notebook for review. The handler has the thread send
+    the signal again a moment later, until the guard has returned: the cell ends in its own code."""
     main_thread = _thread.get_ident()  # install() runs in a cell
+    wake = threading.Condition(threading.RLock())  # reentrant: the signal handler may interrupt a holder
+    deadline = [None]  # when the running cell is ended (monotonic seconds), None between cells
 
-    def interrupt():
-        send(main_thread, DEADLINE_SIGNAL)
+    def watch():
+        with wake:
+            while True:
+                due, now = deadline[0], monotonic()
+                if due is not None and due <= now:
+                    deadline[0] = None
+                    send(main_thread, DEADLINE_SIGNAL)
+                else:
+                    wake.wait(seconds if due is None else due - now)
 
-    def arm(after):
-        timer = threading.Timer(after, interrupt)
-        timer.daemon = True
-        try:
-            timer.start()
-        except RuntimeError:  # no thread to be had (the notebook's processes fill the limit): no deadline, and
-            return  # no error in the cell either (the grader still interrupts it at the time limit)
-        timers.append(timer)
+    def end_at(when):
+        with wake:
+            deadline[0] = when
 
     def start(*_):
-        arm(seconds)
+        end_at(monotonic() + seconds)
 
     def stop(*_):
-        while timers:
-            timers.pop().cancel()
+        end_at(None)
 
     def stop_the_cell(signum, frame, guard=__name__, name_of=dict.get, reached=DEADLINE_REACHED):
         while frame is not None:  # f_back and f_globals raise no audit event
             if name_of(frame.f_globals, "__name__") == guard:
-                arm(0.01)  # (sent again from here, the signal would come back at once, in this handler)
+                with wake:  # (sent again from here, the signal would come back at once, in this handler)
+                    deadline[0] = monotonic() + 0.01
+                    wake.notify()
                 return
             frame = frame.f_back
         raise KeyboardInterrupt(reached)
 
+    try:
+        threading.Thread(target=watch, name="modulecraft-guard-deadline", daemon=True).start()
+    except RuntimeError:  # no thread to be had: no deadline (the grader still interrupts cells at the limit)
+        return
     signal.signal(DEADLINE_SIGNAL, stop_the_cell)
     shell = _shell()
     shell.events.register("pre_run_cell", start)
     shell.events.register("post_run_cell", stop)
-    return interrupt
 
 
 def _shell():

@@ -126,7 +126,7 @@ def test_the_deadline_ends_a_cell_that_ignores_sigint_without_an_ffi(tmp_path):
     _, looping, after, verify = run_kernel(tmp_path, [INSTALL, IGNORES_SIGINT, "print('next cell')", VERIFY])
     assert looping[0][:2] == ["KeyboardInterrupt", guard.DEADLINE_REACHED] and "ran to its end" not in looping[1]
     assert after == (None, ["next cell"])
-    assert verify[1][0].startswith(f"{guard.MARK} nonce ok "), verify  # the guard's own timer and handler
+    assert verify[1][0].startswith(f"{guard.MARK} nonce ok "), verify  # the guard's own thread and handler
     _, looping = run_kernel(tmp_path, [WITHOUT_THE_DEADLINE + INSTALL, IGNORES_SIGINT])
     assert looping == (None, ["ran to its end"])
 
@@ -152,8 +152,9 @@ SLEEPS_IGNORING_SIGINT = """import signal, time
 signal.signal(signal.SIGINT, signal.SIG_IGN)
 started = time.monotonic()
 time.sleep(6)"""
-SENDS_NO_SIGNAL = ("import _thread, autograder.guard as g\n"  # what the deadline did before: no signal sent
-                   "g._stop_cells_after.__defaults__ = (lambda thread, signum: _thread.interrupt_main(signum),)\n")
+SENDS_NO_SIGNAL = ("import _thread, time, autograder.guard as g\n"  # what the deadline did before: no signal sent
+                   "g._stop_cells_after.__defaults__ = (lambda thread, signum: _thread.interrupt_main(signum), "
+                   "time.monotonic)\n")
 
 
 @pytest.mark.parametrize("sends_a_signal", [True, False])
@@ -167,9 +168,9 @@ def test_the_deadline_wakes_a_cell_blocked_in_a_system_call(tmp_path, sends_a_si
     assert took[1] == (["1"] if sends_a_signal else ["6"]), took
 
 
-def test_a_cell_runs_when_the_deadline_timer_cannot_start(tmp_path):
-    """At the process limit (a notebook's children fill it) no thread starts: the cell runs without a deadline
-    instead of failing in IPython's pre_run_cell (a test cell would lose its points)."""
+def test_a_cell_runs_when_the_deadline_thread_cannot_start(tmp_path):
+    """At the process limit no thread starts (the guard's starts before any code of the notebook, which could
+    fill it): the cells run without a deadline instead of failing (a test cell would lose its points)."""
     no_threads = ("import threading\ndef refused(self):\n    raise RuntimeError(\"can't start new thread\")\n"
                   "threading.Thread.start = refused\n")
     _, ran = run_kernel(tmp_path, [no_threads + INSTALL, "print('ran')"])
