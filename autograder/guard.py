@@ -391,6 +391,7 @@ class _Checks:
         self.classes = _all_classes()
         self.class_dicts = {cls: _ClassDict(cls) for cls in self.classes.values()
                             if _is_trusted(cls) and not cls.__flags__ & IMMUTABLE_TYPE}
+        self.class_keys, self.class_values = _flat_items(self.class_dicts)
         self.shell = _shell()
         self.cells = getattr(getattr(self.shell, "compile", None), "_filename_map", {})  # cells' file names
         self.main_thread = _thread.get_ident()  # install() runs in a cell
@@ -496,8 +497,9 @@ class _Checks:
                 content = request.get("content") if type(request) is dict else None
                 if type(content) is dict and _holds(content.get("code"), nonce):
                     content["code"], found = "", True
-        for name, entry in list(linecache.cache.items()):
-            if len(entry) > 2 and nonce in "".join(entry[2]):
+        for name, entry in list(linecache.cache.items()):  # the cells' entries: not the libraries' files
+            if type(name) is str and dict.__contains__(self.cells, name) and len(entry) > 2 \
+                    and nonce in "".join(entry[2]):
                 del linecache.cache[name]
                 found = True
         return found
@@ -523,8 +525,9 @@ class _Checks:
                      if module is not None and sys.modules.get(name) is not module]
         problems += [f"the name {name!r} no longer refers to the module {module.__name__}"
                      for name, module in self.bound_modules.items() if self.namespace.get(name) is not module]
-        problems += [f"{cls.__module__}.{cls.__qualname__}.{name} was changed"
-                     for cls, before in self.class_dicts.items() for name in before.changed_methods(cls)]
+        if not self.class_dicts_unchanged():
+            problems += [f"{cls.__module__}.{cls.__qualname__}.{name} was changed"
+                         for cls, before in self.class_dicts.items() for name in before.changed_methods(cls)]
         problems += [f"{type(obj).__name__}.{name} was changed on its instance"
                      for obj, before in self.machinery.values() for name in _changed(before, _behaviour(obj))]
         if self.shell is not None and getattr(self.shell.compile, "_filename_map", None) is not self.cells:
@@ -546,6 +549,13 @@ class _Checks:
         problems += [f"class {name!r} compares equal to anything" for name in _always_equal(new_classes, self.honest)]
         return problems
 
+    def class_dicts_unchanged(self, same=operator.is_, each=map):
+        """Whether every watched class dict holds what it held, identity for identity: one pass over all of them
+        (most checks find nothing changed; otherwise each class is compared on its own)."""
+        keys, values = _flat_items(self.class_dicts)
+        return (len(keys) == len(self.class_keys) and len(values) == len(self.class_values)
+                and all(each(same, keys, self.class_keys)) and all(each(same, values, self.class_values)))
+
     def classes_now(self, tracked):
         """Every class made since install(), and others: the classes among `tracked` and the direct subclasses of
         `object` and `type` (a C extension's own types are never tracked; an FFI's include some of those), or, if
@@ -554,7 +564,8 @@ class _Checks:
         if id(self.marker) not in found:
             return _all_classes()
         for base in (object, type):
-            found.update((id(cls), cls) for cls in type.__subclasses__(base))
+            subclasses = type.__subclasses__(base)
+            found.update(zip(map(id, subclasses), subclasses))
         return found
 
 
@@ -611,6 +622,12 @@ class _ClassDict:
         if len(now) == len(held) and all(map(same, now, held)) and all(map(same, now.values(), held.values())):
             return []
         return _changed(self.methods, _methods(cls))
+
+
+def _flat_items(class_dicts, chain=itertools.chain.from_iterable, values=types.MappingProxyType.values):
+    """The keys and the values of the dicts of the classes `class_dicts` holds, each in one list."""
+    now = list(map(vars, class_dicts))
+    return list(chain(now)), list(chain(map(values, now)))
 
 
 def _methods(cls):
