@@ -31,7 +31,8 @@ GRADING_KERNEL_ARGUMENT = ("--IPKernelApp.exec_lines="
 # Tracebacks in Python's own layout (each frame's file, line and code), not IPython's context view: formatting that
 # view costs a failing cell 8 ms, twice (IPython 9 formats each error again for its history), and the feedback
 # reduces a failing test cell's traceback to "ErrorName: message" anyway.
-PLAIN_TRACEBACKS = "--InteractiveShell.xmode=Plain"
+TRACEBACK_MODE = "Plain"
+PLAIN_TRACEBACKS = f"--InteractiveShell.xmode={TRACEBACK_MODE}"
 
 
 def nbgrader_config(root: str | os.PathLike, course_id: str = COURSE_ID) -> Config:

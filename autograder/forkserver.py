@@ -97,15 +97,16 @@ def serve(listener: socket.socket) -> None:
 
 
 def _format_a_traceback() -> None:
-    """Format one traceback as IPython's default for ipykernel does (Context mode, the neutral theme; grading
-    kernels use Plain mode, which needs a part of that, and a notebook may switch back). A process's first one
-    imports stack_data, builds pygments' lexer and style tables and inspect's map of files to modules: paid here
-    once instead of in every kernel."""
+    """Format one traceback as a grading kernel's shell does (the course's traceback mode, IPython's default
+    theme for ipykernel). A process's first one imports and builds what formatting needs: paid here once instead
+    of in every kernel."""
     from ipykernel.zmqshell import ZMQInteractiveShell
     from IPython.core.ultratb import AutoFormattedTB
 
-    traits = ZMQInteractiveShell.class_traits()
-    formatter = AutoFormattedTB(mode=traits["xmode"].default(), theme_name=traits["colors"].default(), tb_offset=1)
+    from autograder.config import TRACEBACK_MODE
+
+    theme = ZMQInteractiveShell.class_traits()["colors"].default()
+    formatter = AutoFormattedTB(mode=TRACEBACK_MODE, theme_name=theme, tb_offset=1)
     try:
         raise RuntimeError("a traceback formatted before any kernel starts")
     except RuntimeError:
