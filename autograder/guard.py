@@ -113,7 +113,6 @@ CODE_ATTRIBUTES = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
 CHECKED_AT = frozenset({"verify", "passed"})
 IMMUTABLE_TYPE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE: classes nobody can patch
 HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: classes made at run time (a C extension's own types are not)
-TYPE_SUBCLASS = 1 << 31  # Py_TPFLAGS_TYPE_SUBCLASS: the type of a class (type or a metaclass)
 # The foreign function interfaces: the extensions (by their types' __module__) and every module name whose
 # import would load one. Once loaded, an extension stays in memory whatever sys.modules says.
 FFI_EXTENSIONS = frozenset({"_ctypes", "_cffi_backend"})
@@ -569,14 +568,13 @@ class _Checks:
         return found
 
 
-def _classes_among(objects, kind=type, ident=id, flags=type.__dict__["__flags__"].__get__,
-                   keep=itertools.compress):
-    """The classes among `objects`, by id. Only ids, types and type's own flags are read: no code of theirs runs
-    (`isinstance` would ask an object for its `__class__`; a metaclass could answer `==` or `hash`)."""
-    kinds = list(map(kind, objects))
-    metaclasses = {key for key, cls in dict(zip(map(ident, kinds), kinds)).items() if flags(cls) & TYPE_SUBCLASS}
-    classes = keep(objects, map(metaclasses.__contains__, map(ident, kinds)))
-    return {ident(cls): cls for cls in classes}
+def _classes_among(objects, kind=type, ident=id, keep=itertools.compress,
+                   is_metaclass=type.__dict__["__subclasscheck__"].__get__(type)):
+    """The classes among `objects` (those whose type is a subclass of type), by id. Only their types are read and
+    type's own subclass check is called: no code of theirs runs (`isinstance` would ask an object for its
+    `__class__`; a metaclass could answer `==`, `hash` or `issubclass` its own way)."""
+    classes = list(keep(objects, map(is_metaclass, map(kind, objects))))
+    return dict(zip(map(ident, classes), classes))
 
 
 def _signal_handlers(numbers=tuple(int(number) for number in signal.valid_signals()

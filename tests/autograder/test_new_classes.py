@@ -35,7 +35,14 @@ def test_classes_made_before_install_are_not_new(tmp_path):
     assert verify[1][0].startswith(f"{guard.MARK} nonce ok "), verify
 
 
-SNEAKY = """class Meta(type):
+SNEAKY = """class MetaMeta(type):
+    def __hash__(cls):
+        raise RuntimeError("hashed by the guard")
+    def __eq__(cls, other):
+        raise RuntimeError("compared by the guard")
+    def __subclasscheck__(cls, other):
+        raise RuntimeError("asked by the guard")
+class Meta(type, metaclass=MetaMeta):
     def __hash__(cls):
         raise RuntimeError("hashed by the guard")
     def __eq__(cls, other):
@@ -48,7 +55,8 @@ sneaky = Sneaky()"""
 
 
 def test_the_search_runs_no_code_of_the_notebook(tmp_path):
-    """Only ids, types and type's own flags are read: `isinstance` would ask `sneaky` for its `__class__`, a set
-    of classes would hash them with their metaclass's `__hash__` (code run by the guard: its key is dropped)."""
+    """Only types are read and type's own subclass check called: `isinstance` would ask `sneaky` for its
+    `__class__`, a set of classes or of their types would hash them with their metaclass's `__hash__` (code run
+    by the guard: its key is dropped)."""
     _, _, verify = run_kernel(tmp_path, [INSTALL, SNEAKY, VERIFY])
     assert verify[1][0].startswith(f"{guard.MARK} nonce ok "), verify
