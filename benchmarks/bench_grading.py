@@ -61,6 +61,10 @@ def generate_class(course: Course, students: int, chapters: list[str], scratch: 
             course.submit(f"student{n:03d}", chapter, scratch / "submission.ipynb")
 
 
+class StockFailed(Exception):
+    """A stock `nbgrader autograde` command failed (its run is timed again, once)."""
+
+
 def stock_command(chapter: str, *options: str) -> list[str]:
     return ["nbgrader", "autograde", chapter, "--force", *options]
 
@@ -72,8 +76,8 @@ def run_stock(root: Path, commands: list[list[str]], parallel: int) -> float:
     def run(command):
         done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True)
         if done.returncode != 0:
-            print(done.stderr[-3000:], file=sys.stderr)
-            raise SystemExit(f"stock {' '.join(command)} failed")
+            errors = [line for line in done.stderr.splitlines() if "Error" in line] or ["(no error line)"]
+            raise StockFailed(f"stock {' '.join(command)} failed: {errors[-1].strip()}", done.stderr[-3000:])
 
     started = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(parallel) as pool:
@@ -171,11 +175,19 @@ def main() -> None:
             if name in args.skip:
                 continue
             root = scratch / name
-            shutil.rmtree(root, ignore_errors=True)
-            shutil.copytree(prepared.root, root, symlinks=True)
-            Course(root)  # rewrites its own config
-            before = os.getloadavg()[0]
-            took = run(root, students, chapters, cores)
+            for attempt in (1, 2):
+                shutil.rmtree(root, ignore_errors=True)
+                shutil.copytree(prepared.root, root, symlinks=True)
+                Course(root)  # rewrites its own config
+                before = os.getloadavg()[0]
+                try:
+                    took = run(root, students, chapters, cores)
+                    break
+                except StockFailed as failure:  # (jupyter_client's port race between kernels started at once)
+                    if attempt == 2:
+                        print(failure.args[1], file=sys.stderr)
+                        raise SystemExit(failure.args[0]) from None
+                    print(f"  {name}: {failure.args[0]}; timed again from the start", flush=True)
             seconds[name] = min(took, seconds.get(name, took))
             print(f"  {name:16s} {took:7.1f} s  {took / notebooks:6.3f} s/notebook  "
                   f"(load average {before:.1f} -> {os.getloadavg()[0]:.1f}, round {round_})", flush=True)
