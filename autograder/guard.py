@@ -126,7 +126,7 @@ FFI_REFUSED = ("ctypes (and packages built on it, such as scipy and scikit-learn
 RAW_MEMORY = (b"__array_interface__", b"__array_struct__", b"as_strided")
 RAW_MEMORY_NAMED = ("compiling code that names numpy's raw memory access (__array_interface__, __array_struct__, "
                     "as_strided), which reads and writes any memory of the kernel")
-# Sent to the main thread by the guard's cell-deadline timer (`signal.pthread_kill`): a real-time signal no
+# Sent to the main thread by the guard's cell-deadline thread (`signal.pthread_kill`): a real-time signal no
 # library uses, whose Python handler (the guard's) ends an overdue cell with KeyboardInterrupt.
 DEADLINE_SIGNAL = signal.SIGRTMAX
 DEADLINE_REACHED = "the cell's time limit was reached"  # the message of that KeyboardInterrupt (the grader's sign)

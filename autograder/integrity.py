@@ -156,7 +156,7 @@ def _which_chapter(found_ids: list[str], source_root: Path) -> str:
 
 def timed_out_cells(graded: Path) -> list[str]:
     """grade_ids (or indices) of the cells that hit the per-cell time limit in an autograded notebook: ended by the
-    guard's deadline, or interrupted by nbclient (no guard, or its deadline could not start a timer thread)."""
+    guard's deadline, or interrupted by nbclient (no guard, or its deadline could not start its thread)."""
     if not graded.exists():
         return []
     cells = json.loads(graded.read_text())["cells"]

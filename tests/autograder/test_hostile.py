@@ -91,7 +91,7 @@ ALWAYS_EQUAL = "class Always:\n    def __eq__(self, other):\n        return True
 SUBMISSIONS = {
     "good": (cells(), 5, "graded", None),
     "infinite-loop": (cells(add="while True:\n    pass"), 3, "graded", "time limit"),
-    "ignores-sigint": (cells(add=IGNORES_SIGINT), 3, "graded", "time limit"),  # stopped by the guard's timer
+    "ignores-sigint": (cells(add=IGNORES_SIGINT), 3, "graded", "time limit"),  # stopped by the guard's deadline
     "swallows-interrupts": (cells(add=SWALLOWS_INTERRUPTS), 0, "needs review", "ignored the interrupt"),
     "os-exit": (cells(add="import os\nos._exit(1)"), 0, "graded", "kernel exited"),  # no credit was earned before
     "memory-bomb": (cells(add=MEMORY_BOMB), 3, "graded", "cell add ran out of memory"),
