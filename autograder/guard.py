@@ -38,30 +38,33 @@ that quote hidden tests (`integrity`, `feedback`).
 "verify" and "passed" report as tampering: replaced builtins, numpy functions, `modulecraft.checks` helpers,
 `sys` hooks and modules; changed methods of the classes IPython, ipykernel, modulecraft and this guard run on
 (class level) and of their live objects (instance level); IPython's cell rewriting and exception hooks,
-pre/post-run callbacks and map of the cells' file names; another audit hook; changed code of library
-functions; what can run code later at a time of its own: `gc.callbacks`, a Python signal handler (which also
-receives the running frame; the guard's own DEADLINE_SIGNAL handler, changed in any way), a thread the notebook
-started that is still running; a ctypes union made by the notebook; an FFI loaded into a kernel that had none;
-and classes created since `install()` whose instances compare equal to values they cannot know
-(always-equal objects, whatever their names; a comparison answering None, as typing stubs do, is no answer).
-New classes are looked for among the objects the garbage collector tracks, which `install()` leaves holding
-only what is made after it (it freezes the rest: a few thousand objects to search, not every class alive), and
-among the direct subclasses of `object` and `type` (a C extension's own types, an FFI's, are never tracked); a
-notebook that freezes its objects as well takes the guard's marker class along, and every class alive is
-walked instead. A name given to this module is reported too: it would shadow a builtin the checks call.
+pre/post-run callbacks and map of the cells' file names; another audit hook; changed code of library functions;
+what can run code later at a time of its own: `gc.callbacks`, a Python signal handler (which also receives the
+running frame; the guard's own DEADLINE_SIGNAL handler, changed in any way), a thread the notebook started that
+is still running (counted by the interpreter, however it was started: `_thread` directly, or taken off
+threading's list); a ctypes union made by the notebook; an FFI loaded into a kernel that had none; and classes
+created since `install()` whose instances compare equal to values they cannot know (always-equal objects,
+whatever their names; a comparison answering None, as typing stubs do, is no answer). New classes are looked for
+among the objects the garbage collector tracks, which `install()` leaves holding only what is made after it (it
+freezes the rest: a few thousand objects to search, not every class alive), and among the direct subclasses of
+`object` and `type` (a C extension's own types, an FFI's, are never tracked); a notebook that freezes its objects
+as well takes the guard's marker class along, and every class alive is walked instead. A name given to this
+module is reported too: it would shadow a builtin the checks call.
 
 Limits (CPython cannot confine code within one process):
 - A patch that student code makes and undoes within one test cell, between two checks, is not seen (e.g. a
-  replaced `np.allclose` that puts the original back when it is called); nor a thread started with `_thread`
-  directly, or one of a class claiming a library's module name; nor an always-equal class that the notebook
-  lets the garbage collector take (`gc.collect()`) before the next check; nor a `__ne__` answering None.
+  replaced `np.allclose` that puts the original back when it is called); nor a thread of a class claiming a
+  library's module name (a library's thread class may be made after `install()`, as it is first needed); nor an
+  always-equal class that the notebook lets the garbage collector take (`gc.collect()`) before the next check;
+  nor a `__ne__` answering None.
 - Code in the kernel can read and write any memory without an audit event, so code written to find the key
   (or the hook's state) in memory could sign a forged verdict. numpy alone does it: an array made from an
   object's `__array_interface__` (any address, even on a SimpleNamespace) or by `as_strided` (any offset).
   The key is dropped as code naming these is compiled (RAW_MEMORY), before it runs; code that makes the names
   as it runs (`getattr` with a computed string) is not seen. The refusal of /proc/*/mem goes by the path as
   written: `/proc/self/task/<id>/mem`, `//proc/self/mem`, a symbolic link or a `dir_fd` get past it (the audit
-  event shows neither the link's target nor the dir_fd).
+  event shows neither the link's target nor the dir_fd), where the kernel is dumpable: not when grading as root
+  (a kernel that changed user is not: its /proc files are root's).
   ctypes adds calls to any C function. In a kernel that has an FFI loaded at `install()` (today's, whose fork
   server imported numpy with ctypes available), only ctypes' audited access (`string_at`, `from_address`,
   `addressof`, `PyObj_FromPtr`) is refused and unions made by the notebook reported; `memmove`, `cast`,
@@ -399,7 +402,11 @@ class _Checks:
         self.ipython = _ipython_hooks(self.shell)
         self.bound_modules = {}  # names bound to modules by the course's locked cells
         # What can run code later, at a time of its own (undoing a patch after a test's checks).
-        self.threads = set(threading.enumerate())
+        # threading's own list of its threads (the dict itself: rebinding the module's name changes nothing here),
+        # and the interpreter's count of running threads, however started (`_thread` too).
+        self.listed_threads, self.running_threads, self.pause = threading._active, _thread._count, time.sleep
+        self.main_thread_object, self.dummy_thread = threading.main_thread(), threading._DummyThread
+        self.threads = {id(thread): thread for thread in dict.values(self.listed_threads)}  # by id: no __eq__ runs
         self.gc_callbacks = tuple(map(id, gc.callbacks))
         self.signal_handlers = _signal_handlers()
         ffi = _ffi_types(self.classes.values())
@@ -429,9 +436,25 @@ class _Checks:
 
     def is_ours(self, thread):
         """Whether `thread` runs only our code: a thread class of the kernel's libraries run as is (e.g. zmq's
-        garbage collector, started when a cell prints much). (The guard's cell deadline is a thread started
-        before the snapshot.)"""
+        garbage collector, started when a cell prints much, its class made as it is first needed). (The guard's
+        cell deadline is a thread started before the snapshot.)"""
         return _is_trusted(type(thread)) and getattr(thread, "_target", None) is None
+
+    def new_threads(self):
+        """Threads running that were not at install(), and not ours: those in threading's list, then a count of
+        those missing from it (started with `_thread` directly, or taken off the list). A thread of threading's
+        leaves the list a moment before it stops counting: a count that stays up is one that runs."""
+        listed = {id(thread): thread for thread in dict.values(self.listed_threads)
+                  if thread is not self.main_thread_object and type(thread) is not self.dummy_thread}
+        found = [f"thread {thread.name!r}, started by the notebook, is running" for key, thread in listed.items()
+                 if self.threads.get(key) is not thread and not self.is_ours(thread)]
+        for _ in range(50):
+            unlisted = self.running_threads() - len(listed)
+            if unlisted <= 0:
+                return found
+            self.pause(0.001)
+        return found + [f"{unlisted} thread(s) unknown to threading (started with _thread, or taken off its list) "
+                        "running"]
 
     def called_from_a_cell(self, frame_at=sys._getframe):
         """Whether the code that raised the current audit event (directly or through `inspect`/`traceback`) is
@@ -534,8 +557,7 @@ class _Checks:
         now = _ipython_hooks(self.shell)
         problems += [f"IPython's {name} were changed" for name, value in self.ipython.items() if now.get(name) != value]
         problems += ["gc.callbacks were changed"] * (tuple(map(id, gc.callbacks)) != self.gc_callbacks)
-        problems += [f"thread {thread.name!r}, started by the notebook, is running"
-                     for thread in threading.enumerate() if thread not in self.threads and not self.is_ours(thread)]
+        problems += self.new_threads()
         problems += [f"a handler for signal {number} was set" for number, handler in _signal_handlers().items()
                      if handler is not self.signal_handlers.get(number)
                      and (callable(handler) or number == DEADLINE_SIGNAL)]

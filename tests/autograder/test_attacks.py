@@ -143,6 +143,13 @@ UNDOES_IN_A_THREAD = undoes_after_the_test("""        import threading
                 threading.Event().wait(0.001)
             undo()
         threading.Thread(target=wait).start()""")
+UNDOES_IN_A_RAW_THREAD = undoes_after_the_test("""        import _thread, threading
+        def wait():
+            while get_ipython().execution_count == count:
+                threading.Event().wait(0.001)
+            undo()
+        _thread.start_new_thread(wait, ())  # not in threading's list
+        threading.Event().wait(0.05)  # running by the end of the test""")
 UNDOES_IN_A_GC_CALLBACK = undoes_after_the_test("""        import gc
         def once(phase, info):
             if get_ipython().execution_count != count:
@@ -173,6 +180,15 @@ def add(a, b):
     interface = {"data": (id(a), True), "shape": (16,), "typestr": "|u1", "version": 3}
     raw = np.asarray(types.SimpleNamespace(__array_interface__=interface))
     return 0"""
+# The kernel's memory through a path the guard's check of a path does not list (a thread's own copy of
+# /proc/self/mem): right only if the kernel can read its memory (the guard's key too). As root, kernels are not
+# dumpable: their /proc files are root's, and the open fails.
+OPENS_A_THREADS_MEMORY = """import threading
+def add(a, b):
+    with open(f"/proc/self/task/{threading.get_native_id()}/mem", "rb") as memory:
+        memory.seek(id(a))
+        memory.read(8)
+    return np.asarray(a) + np.asarray(b)"""
 EXITS_WITH_SYS_EXIT = "import sys\nsys.exit()\n" + GOOD_ADD
 # The tests look `np` up in the notebook's namespace: a module of the notebook's own under that name.
 REBINDS_NP = """import types
@@ -237,6 +253,8 @@ ATTACKS = {
     "undoes-in-a-callback": (UNDOES_IN_A_CALLBACK, 0, "needs review",
                              "numpy.allclose was replaced (seen at the end of test cell 'test_add')"),
     "undoes-in-a-thread": (UNDOES_IN_A_THREAD, 0, "needs review", "started by the notebook, is running"),
+    "undoes-in-a-raw-thread": (UNDOES_IN_A_RAW_THREAD, 0, "needs review", "1 thread(s) unknown to threading"),
+    "opens-a-threads-memory": (OPENS_A_THREADS_MEMORY, HONEST_CEILING, "graded", None),
     "undoes-in-a-gc-callback": (UNDOES_IN_A_GC_CALLBACK, 0, "needs review", "gc.callbacks were changed"),
     "undoes-in-a-signal-handler": (UNDOES_IN_A_SIGNAL_HANDLER, 0, "needs review", "a handler for signal 14"),
     "peeks-with-a-union": (PEEKS_WITH_A_UNION, HONEST_CEILING, "graded", "is not available while grading"),
