@@ -37,7 +37,9 @@ def test_the_shipped_checkpoint_loads_into_our_module_and_classifies_iris():
     torch_model.load_state_dict(reference)
     with torch.no_grad():
         expected = torch_model(torch.tensor(iris.data, dtype=torch.float32)).numpy()
-    np.testing.assert_allclose(logits, expected, rtol=1e-6, atol=1e-6)
+    # float32 products summed in the order of each library's BLAS kernel, which depends on the processor: a few
+    # ulps apart (an ulp of a logit near 20 is 2e-6)
+    np.testing.assert_allclose(logits, expected, rtol=1e-5, atol=1e-5)
 
 
 def test_the_shipped_file_is_what_the_script_writes():
