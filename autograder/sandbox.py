@@ -540,8 +540,10 @@ class SandboxedKernelManager(AsyncKernelManager):
         kw["cwd"] = str(self.sandbox.workdir)
         kw["env"] = self.sandbox.env(kw.get("env") or os.environ)
         kernel_cmd, kw = await super()._async_pre_start_kernel(**kw)
-        # The input history (hidden tests included) kept in memory only, where the guard scrubs it: no file.
-        kernel_cmd = [*kernel_cmd, "--HistoryManager.enabled=False"]
+        # The input history (hidden tests included) kept in memory only, where the guard scrubs it: no file. And no
+        # sleep before each cell's reply (ipykernel's stopgap for output arriving late: 0.5 ms a cell; nbclient
+        # waits for the cell's idle status on IOPub, sent after all its output, anyway).
+        kernel_cmd = [*kernel_cmd, "--HistoryManager.enabled=False", "--Kernel._execute_sleep=0"]
         self.sandbox.give(self.connection_file)
         return self.sandbox.wrap(kernel_cmd), kw
 

@@ -158,3 +158,43 @@ def test_stock_nbgrader_in_a_grading_folder_keeps_the_self_check_quiet_without_t
     printed = "".join(o.get("text", "") for c in graded.cells for o in c.get("outputs", []))
     assert "check_my_work: skipped while grading" in printed
     assert toy_course.scores("stock", "90_toy") == {"test_add": (2.0, 2.0), "test_scale": (3.0, 3.0)}
+
+
+# A kernel's stdout as the fork server leaves it, driven by hand: what reaches the IOPub socket, in order, after a
+# flush with nothing written, with text written, and while the IOPub thread is itself flushing.
+FLUSHES = """import zmq
+from ipykernel.iostream import IOPubThread, OutStream
+from jupyter_client.session import Session
+from autograder.forkserver import _flush_only_what_was_written
+_flush_only_what_was_written()
+context = zmq.Context()
+pub, sub = context.socket(zmq.PUB), context.socket(zmq.SUB)
+pub.bind("inproc://iopub")
+sub.connect("inproc://iopub")
+sub.setsockopt(zmq.SUBSCRIBE, b"")
+thread = IOPubThread(pub)
+thread.start()
+stream = OutStream(Session(), thread, "stdout", watchfd=False)
+scheduled = []
+schedule = thread.schedule
+thread.schedule = lambda f: (scheduled.append(f), schedule(f))
+stream.flush()
+print("wake-ups for nothing written:", len(scheduled))
+stream._sending = True
+stream.flush()
+print("wake-ups while the IOPub thread flushes:", len(scheduled) > 0)
+stream._sending = False
+for text in ("first", "second"):
+    stream.write(text)
+    stream.flush()
+    thread.send_multipart([b"idle"])  # what the kernel sends once a cell's reply is out
+received = [sub.recv_multipart()[-1] for _ in range(4)]
+print("order:", [part if part == b"idle" else b"first" if b"first" in part else b"second" for part in received])"""
+
+
+def test_streams_flush_only_what_was_written_and_before_the_cell_ends(tmp_path):
+    done = subprocess.run([sys.executable, "-c", FLUSHES], capture_output=True, text=True, timeout=60,
+                          cwd=config.REPO_ROOT)
+    assert done.stdout.splitlines() == ["wake-ups for nothing written: 0",
+                                        "wake-ups while the IOPub thread flushes: True",
+                                        "order: [b'first', b'idle', b'second', b'idle']"], done.stdout + done.stderr
