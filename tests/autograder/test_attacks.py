@@ -263,6 +263,27 @@ ATTACKS = {
     "rebinds-np": (REBINDS_NP, 0, "needs review", "the name 'np' no longer refers to the module numpy"),
     "reads-memory-with-numpy": (READS_MEMORY_WITH_NUMPY, 0, "needs review", "names numpy's raw memory access"),
 }
+# What the guard cannot see (guard.py "Limits", INSTRUCTORS "Known limits"), graded as it is today. The hidden tests
+# run in the student's process, to look inside the student's objects; there CPython has no event for a store into a
+# module's dict, and numpy reads an object's `__array_interface__` in C. Each still fools the grader: a change that
+# closes one makes `test_the_known_limits_are_as_documented` fail (then move it into ATTACKS).
+KNOWN_LIMITS = {
+    # replaces np.allclose with a fake that puts the original back as it answers: both checks see the original
+    "undoes-within-the-test": ("""honest_allclose = np.allclose
+def add(a, b):
+    def once(*args, **kwargs):
+        np.allclose = honest_allclose
+        return True
+    np.allclose = once
+    return np.abs(np.asarray(a) + np.asarray(b))  # right for the visible tests only""", 5, "graded"),
+    # reads 16 bytes at any address (a forger would look for the guard's key), the name built as the code runs
+    "reads-memory-by-a-built-name": ("""import types
+name = "__array_" + "interface__"
+def add(a, b):
+    interface = {"data": (id(a), True), "shape": (16,), "typestr": "|u1", "version": 3}
+    np.asarray(types.SimpleNamespace(**{name: interface}))
+    return 0""", HONEST_CEILING, "graded"),
+}
 # Without the defence each one needs (taken out in the kernel before install(), so not seen as tampering):
 # honest narwhals (scikit-learn's) is held for review, and each attack scores above its honest code, unflagged,
 # or (object-from-an-address, reads-memory-with-numpy) reads the kernel's memory, unseen.
@@ -303,7 +324,7 @@ def listener():
 def graded(tmp_path_factory, short_limits, make_toy_course, listener):
     tmp_path = tmp_path_factory.mktemp("attacks")
     port, _ = listener
-    submissions = {name: solution for name, (solution, *_) in ATTACKS.items()}
+    submissions = {name: solution for name, (solution, *_) in {**ATTACKS, **KNOWN_LIMITS}.items()}
     submissions["confined"] = confinement(port)
     return grade(make_toy_course(tmp_path / "grading"), tmp_path, submissions)
 
@@ -327,6 +348,13 @@ def test_no_attack_scores_above_its_honest_code_unflagged(graded):
             wrong.append(f"{student}: {outcome.score:g} {outcome.status}, expected {score} {status} with "
                          f"{phrase!r}; said {said!r}")
     assert wrong == [], "\n".join(wrong)
+
+
+def test_the_known_limits_are_as_documented(graded):
+    course, report = graded
+    outcomes = {student: report.outcome(student, "90_toy") for student in KNOWN_LIMITS}
+    assert {student: (outcome.score, outcome.status, outcome.needs_review) for student, outcome in outcomes.items()} \
+        == {student: (score, status, []) for student, (_, score, status) in KNOWN_LIMITS.items()}, outcomes
 
 
 def test_kernels_have_no_network_no_shared_folders_and_a_disk_quota(graded, listener):
