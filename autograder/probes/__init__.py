@@ -171,7 +171,8 @@ def observe(thunk: Callable[[], Any]):
     except NotWritten as missing:
         return {"missing": missing.name}
     except RecursionError:
-        return {"raised": "RecursionError", "message": "maximum recursion depth exceeded"}
+        return {"raised": "RecursionError", "message": "maximum recursion depth exceeded (does your code call "
+                "modulecraft's own version of what you write? While grading, that calls yours again)"}
     except Exception as error:  # noqa: BLE001 - whatever the learner's code raised is the observation
         return {"raised": _type_name(error), "message": _text(_safe_str(error))}
     try:
