@@ -139,13 +139,10 @@ def autograde_config() -> Config:
     return c
 
 
-def limits_hit(graded: Path) -> list[str]:
-    """The limits the autograded notebook `graded` ran into, each with the cell that hit it, in words for the
-    learner: its cells that ran still count."""
-    if not graded.exists():
-        return []
-    cells = json.loads(graded.read_text())["cells"]
-    return list(dict.fromkeys(limit for index, cell in enumerate(cells) for limit in _limits_of(cell, index)))
+def limits_hit(nb) -> list[str]:
+    """The limits the executed notebook `nb` ran into (before its outputs are cut), each with the cell that hit
+    it, in words for the learner: its cells that ran still count."""
+    return list(dict.fromkeys(limit for index, cell in enumerate(nb.cells) for limit in _limits_of(cell, index)))
 
 
 def _limits_of(cell, index: int) -> list[str]:

@@ -19,7 +19,7 @@ import nbformat
 from nbgrader import utils
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from . import probes, sandbox
+from . import integrity, probes, sandbox
 
 # The errors the grading run itself gives a cell (time limits, a kernel that ended): they stay, as they are.
 RUN_ERRORS = ("CellTimeoutError", sandbox.KERNEL_GONE, "KeyboardInterrupt")
@@ -33,23 +33,22 @@ class Judging:
 
 
 current: Judging | None = None  # the submission this process is grading (one at a time per process)
+limits: list[str] = []  # the limits its notebook ran into, read before nbgrader cuts long outputs
 
 
 def start(chapter: str) -> Judging:
     """Draw a fresh seed for grading one submission of `chapter`."""
     global current
     current = Judging(chapter, secrets.randbits(62))
+    limits.clear()
     return current
 
 
 @functools.lru_cache(maxsize=32)
 def expected(chapter: str, seed: int) -> dict[str, probes.Run]:
     """Every probe of `chapter` run on the reference with `seed`."""
-    module = probes.chapter_module(chapter)
-    reference = probes.Reference(getattr(module, "YOURS", {}))
-    prefix = module.__name__.rsplit(".", 1)[1].split("_", 1)[0] + "_"
-    return {grade_id: probes.run_probe(grade_id, reference, seed)
-            for grade_id in list(probes._PROBES) if grade_id.startswith(prefix)}
+    reference = probes.Reference(probes.yours_of(chapter))
+    return {grade_id: probes.run_probe(grade_id, reference, seed) for grade_id in probes.grade_ids(chapter)}
 
 
 def judge(grade_id: str, outputs: list, runs: dict[str, probes.Run]) -> str | None:
@@ -76,6 +75,7 @@ class JudgeTests(NbGraderPreprocessor):
     """Replace each test cell's outputs by its verdict (see the module's docstring)."""
 
     def preprocess(self, nb, resources):
+        limits[:] = integrity.limits_hit(nb)
         runs = expected(current.chapter, current.seed)
         for cell in nb.cells:
             if cell.cell_type != "code" or not utils.is_grade(cell) or utils.is_solution(cell):

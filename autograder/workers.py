@@ -267,8 +267,7 @@ def _autograde(api: NbGraderAPI, root: Path, student: str, chapter: str) -> Outc
             if not failures:
                 break
         if (root / "autograded" / student / chapter).is_dir():
-            graded = root / "autograded" / student / chapter / f"{chapter}.ipynb"
-            outcome.notes = failures + integrity.limits_hit(graded)  # these cells scored zero, the others count
+            outcome.notes = failures + verdicts.limits  # these cells scored zero, the others count
             outcome.needs_review = problems
         else:  # nbgrader gave up on the whole notebook (dead kernel): nothing to show, a person must look
             outcome.needs_review = problems + failures

@@ -193,8 +193,13 @@ def run_probe(grade_id: str, yours, seed: int) -> Run:
 
 
 def find(grade_id: str) -> Callable:
+    """The probe of test cell `grade_id` (`cNN_...`: chapter NN's module; any other name: every module)."""
     if grade_id not in _PROBES:
-        chapter_module(grade_id.split("_", 1)[0])
+        try:
+            chapter_module(grade_id.split("_", 1)[0])
+        except LookupError:
+            for info in pkgutil.iter_modules(__path__):
+                importlib.import_module(f"{__name__}.{info.name}")
     return _PROBES[grade_id]
 
 
@@ -208,8 +213,14 @@ def chapter_module(prefix: str):
 
 
 def yours_of(chapter: str) -> dict[str, str]:
-    """The learner's names of `chapter` and where the reference keeps each."""
+    """The learner's names of `chapter` (folder name or grade-id prefix) and where the reference keeps each."""
     return getattr(chapter_module(chapter), "YOURS", {})
+
+
+def grade_ids(chapter: str) -> list[str]:
+    """The test cells `chapter`'s probe module has probes for."""
+    module = chapter_module(chapter)
+    return [grade_id for grade_id, function in _PROBES.items() if function.__module__ == module.__name__]
 
 
 # -- the test cell's one line ----------------------------------------------------------------------------------
@@ -223,7 +234,7 @@ def run_tests(grade_id: str) -> None:
         display({MIME: {"grade_id": grade_id, "observed": [c.observed for c in observed.checks]}}, raw=True)
         return
     observed = run_probe(grade_id, Learners(namespace), LEARNING_SEED)
-    expected = run_probe(grade_id, Reference(yours_of(grade_id.split("_", 1)[0])), LEARNING_SEED)
+    expected = run_probe(grade_id, Reference(yours_of(find(grade_id).__module__.rsplit(".", 1)[1])), LEARNING_SEED)
     failures = []
     for check, wanted in zip(expected.checks, observed.checks):
         mark = "ok  " if agrees(check, wanted.observed) else "FAIL"
