@@ -204,8 +204,10 @@ def find(grade_id: str) -> Callable:
 
 
 def chapter_module(prefix: str):
-    """The probe module of a chapter, by its grade-id prefix (`c05`) or its folder name (`05_traversal`)."""
-    key = prefix if prefix.startswith("c") else "c" + prefix.split("_", 1)[0]
+    """The probe module of a chapter, by its grade-id prefix (`c05`), its folder name (`05_traversal`) or its own
+    name (`c05_traversal`)."""
+    key = prefix.split("_", 1)[0]
+    key = key if key.startswith("c") else "c" + key
     for info in pkgutil.iter_modules(__path__):
         if info.name.split("_", 1)[0] == key:
             return importlib.import_module(f"{__name__}.{info.name}")

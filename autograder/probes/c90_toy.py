@@ -23,5 +23,5 @@ def scale(yours, draw, check):
     x, factor = draw.array(4), draw.int(2, 9)
     original = x.copy()
     check("scale multiplies every element", lambda: np.asarray(yours.scale(x, factor), dtype=np.float32), close=True)
-    check("scale returns a new array", lambda: yours.scale(x, factor) is not x)
-    check("scale leaves its input unchanged", lambda: bool(np.array_equal(x, original)))
+    check("scale must return a new array, not modify its input", lambda: yours.scale(x, factor) is not x)
+    check("scale must leave its input unchanged", lambda: bool(np.array_equal(x, original)))
