@@ -66,7 +66,7 @@ def _make(name: str, memory_bytes: int, tasks: int) -> list[Path]:
     if os.geteuid() != 0:
         return []
     memory, pids = ROOT / "memory", ROOT / "pids"
-    if (memory / "memory.limit_in_bytes").exists() and (pids / "pids.max").exists():  # cgroup v1
+    if (memory / "memory.limit_in_bytes").exists() and (pids / "cgroup.procs").exists():  # cgroup v1
         folders = [memory / (_own("memory") or "") / name, pids / (_own("pids") or "") / name]
         settings = [{"memory.limit_in_bytes": memory_bytes}, {"pids.max": tasks}]
     elif (ROOT / "cgroup.controllers").exists():  # cgroup v2: a sibling of ours, so that ours keeps its processes
