@@ -40,6 +40,7 @@ MIME = "application/vnd.modulecraft.observations+json"
 MAX_TEXT = 2000  # characters kept of a string or an exception message
 MAX_ITEMS = 2000  # elements kept of a container or an array
 MAX_DEPTH = 12
+MAX_NODES = 20_000  # values pictured per observation: what a grader compares stays small whatever code returns
 
 _PROBES: dict[str, Callable] = {}
 
@@ -176,9 +177,9 @@ def observe(thunk: Callable[[], Any]):
     except Exception as error:  # noqa: BLE001 - whatever the learner's code raised is the observation
         return {"raised": _type_name(error), "message": _text(_safe_str(error))}
     try:
-        return {"value": encode(value)}
+        return {"value": encode(value, budget=[MAX_NODES])}
     except RecursionError:
-        return {"raised": "RecursionError", "message": "the result nests too deeply to compare"}
+        return {"raised": "RecursionError", "message": "the result is too large or nests too deeply to compare"}
 
 
 def run_probe(grade_id: str, yours, seed: int) -> Run:
@@ -317,12 +318,15 @@ def describe(observation, phrase: str | None = None) -> str:
 
 
 # -- observations as JSON data ----------------------------------------------------------------------------------
-def encode(value, depth: int = 0):
+def encode(value, depth: int = 0, budget: list[int] | None = None):
     """A plain-data picture of `value` that keeps what tests compare: types, orders, array dtypes and values.
 
     Objects other than plain data are pictured by their type's name only: a probe reduces them to plain data
-    (names, `is` comparisons, shapes) before checking."""
-    if depth > MAX_DEPTH:
+    (names, `is` comparisons, shapes) before checking. Past MAX_DEPTH levels or MAX_NODES values in all (the
+    `budget` left), RecursionError."""
+    budget = [MAX_NODES] if budget is None else budget
+    budget[0] -= 1
+    if depth > MAX_DEPTH or budget[0] < 0:
         raise RecursionError
     kind = type(value)
     if value is None:
@@ -345,10 +349,11 @@ def encode(value, depth: int = 0):
     if kind in (list, tuple, set, frozenset):
         items = list(value)[:MAX_ITEMS]
         if kind in (set, frozenset):
-            items = sorted(items, key=lambda item: json.dumps(encode(item, depth + 1), sort_keys=True))
-        return [kind.__name__, [encode(item, depth + 1) for item in items]]
+            items = sorted(items, key=lambda item: json.dumps(encode(item, depth + 1, budget), sort_keys=True))
+        return [kind.__name__, [encode(item, depth + 1, budget) for item in items]]
     if kind is dict:
-        return ["dict", [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in list(value.items())[:MAX_ITEMS]]]
+        return ["dict", [[encode(k, depth + 1, budget), encode(v, depth + 1, budget)]
+                     for k, v in list(value.items())[:MAX_ITEMS]]]
     if isinstance(value, type):
         return ["type", _text(value.__qualname__)]
     return ["object", _text(_type_name(value))]

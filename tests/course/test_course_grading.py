@@ -62,6 +62,13 @@ def test_untouched_release_scores_zero_on_every_graded_cell(chapter, graded):
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
+def test_untouched_release_feedback_says_what_is_not_written_yet(chapter, graded):
+    page = _text(graded(chapter).feedback_html("untouched", chapter))
+    assert "not written yet" in page
+    assert "Got:      NotImplementedError: \n" not in page and "AssertionError\n" not in page
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
 def test_solutions_that_delegate_to_the_reference_score_zero(chapter, graded):
     """Every name the learner writes defined as a call of (or a subclass of) the reference's own: while grading, the
     reference has none of them, so the notebook scores what a blank one does, with feedback that says why."""

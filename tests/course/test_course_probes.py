@@ -24,10 +24,15 @@ def test_every_test_cell_has_a_probe_and_every_probe_a_cell(chapter):
     assert sorted(probes.grade_ids(chapter)) == sorted(graded_cells(read_notebook(chapter)))
 
 
-def test_the_reference_passes_its_own_probes_without_errors_of_the_probe(chapter):
-    """A probe that fails on the reference itself (NotWritten: it asked for a name YOURS lacks) is a course bug."""
-    for grade_id, observed in _reference_runs(chapter, 1).items():
-        assert not [o for o in observed if "missing" in o], grade_id
+def test_the_reference_passes_its_own_probes_and_every_check_says_what_it_checks(chapter):
+    """A probe that fails on the reference itself (NotWritten: it asked for a name YOURS lacks) is a course bug;
+    a check without a `what` would fail with an empty message."""
+    reference = probes.Reference(probes.yours_of(chapter))
+    for grade_id in probes.grade_ids(chapter):
+        checks = probes.run_probe(grade_id, reference, 1).checks
+        assert checks, f"{grade_id} makes no check"
+        assert not [c.what for c in checks if "missing" in c.observed], grade_id
+        assert all(c.what.strip() for c in checks), f"{grade_id}: a check without `what`"
 
 
 def test_expected_observations_depend_on_the_seed(chapter):
