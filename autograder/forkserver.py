@@ -82,6 +82,7 @@ def serve(listener: socket.socket) -> None:
     os.environ.setdefault("MPLBACKEND", INLINE_BACKEND)
     for module in PRELOAD:
         __import__(module)
+    _import_every_probe()
     _format_a_traceback()
     _flush_only_what_was_written()
     import gc
@@ -97,6 +98,17 @@ def serve(listener: socket.socket) -> None:
             continue
         if not serve_kernel(connection, mounter):
             return
+
+
+def _import_every_probe() -> None:
+    """The chapters' probes, in memory before any kernel: their source files are hidden from kernels (see
+    `sandbox.repository_secrets`), so that no notebook can copy a hidden probe's text into its outputs."""
+    import importlib
+    import pkgutil
+
+    import autograder.probes
+    for info in pkgutil.iter_modules(autograder.probes.__path__):
+        importlib.import_module(f"autograder.probes.{info.name}")
 
 
 def _format_a_traceback() -> None:

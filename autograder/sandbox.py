@@ -116,12 +116,14 @@ def kernel_packages() -> tuple[str, ...]:
 
 
 def repository_secrets() -> list[Path]:
-    """Every folder of the repository a kernel does not import from: the course sources with hidden tests,
-    but also `.git` (their history), tests, built demos and workspaces. In a git worktree, also its `.git` file
-    and the same folders of the main checkout that file names, which hold the same hidden tests."""
+    """Every folder of the repository a kernel does not import from: the course sources with hidden tests, but
+    also `.git` (their history), tests, built demos and workspaces; and the probes' source (kernels get the probes
+    already imported by their forkserver). In a git worktree, also its `.git` file and the same folders of the main
+    checkout that file names, which hold the same hidden tests."""
     repo = course_config.REPO_ROOT
     secrets = [course_config.COURSE_SOURCE]
     for checkout in (repo, *main_checkout(repo)):
+        secrets.append(checkout / "autograder" / "probes")
         keep = {checkout / name for name in kernel_packages()}
         keep |= {checkout / path.resolve().relative_to(checkout).parts[0] for path in kernel_needs()
                  if path.resolve().is_relative_to(checkout) and path.resolve() != checkout}

@@ -101,3 +101,36 @@ def test_a_kernels_children_share_its_memory_limit(toy_course, tmp_path, monkeyp
     assert held("hogs") < 3
     monkeypatch.setattr(cgroups.Group, "for_slot", classmethod(lambda cls, *args: None))
     assert held("hogs-again") == 3
+
+
+# Print the hidden probes' text, encoded, into the notebook's own output (which the feedback shows).
+PRINTS_PROBES = """
+import base64, inspect
+import autograder.probes.c90_toy as probe_module
+try:
+    text = inspect.getsource(probe_module)
+except (OSError, TypeError) as error:
+    text = f"no source: {type(error).__name__}"
+print("PROBES", base64.b64encode(text.encode()).decode())
+def add(a, b):
+    return np.asarray(a) + np.asarray(b)
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not sandbox.namespaces_available(),
+                    reason="kernels see only their own view of the files when grading runs as root with namespaces")
+def test_a_notebook_cannot_copy_the_probes_text_into_its_outputs(toy_course, tmp_path, monkeypatch):
+    import base64
+
+    def printed(student):
+        _grade(toy_course, tmp_path, student, {"add": PRINTS_PROBES})
+        graded = nbformat.read(toy_course.root / "autograded" / student / "90_toy" / "90_toy.ipynb", 4)
+        text = "".join(o.get("text", "") for c in graded.cells for o in c.get("outputs", []))
+        return base64.b64decode(text.split("PROBES ")[1].split()[0]).decode()
+
+    assert printed("copies") == "no source: OSError"
+    # Without the probes' folder among the kernel's hidden folders, the text is there to take.
+    real = sandbox.repository_secrets
+    monkeypatch.setattr(sandbox, "repository_secrets",
+                        lambda: [path for path in real() if path.name != "probes"])
+    assert "def add(yours, draw, check)" in printed("copies-again")

@@ -135,6 +135,16 @@ SUBMISSIONS = {
     "rewrites-cells": (cells(add="get_ipython().input_transformers_post.append(lambda lines: ['pass\\n'])\n"
                                  + WRONG_ADD), 0, "graded", None),
     "forges-observations": (cells(add=FORGES_OBSERVATIONS), 0, "graded", None),
+    # A test cell that ends quietly (bdb.BdbQuit, which IPython swallows), or an error cleared after the cell
+    # (a post_execute callback), shows no observation: no pass.
+    "quits-the-tests": (cells(add="import bdb, autograder.probes\n"
+                                  "def quit(grade_id):\n    raise bdb.BdbQuit\n"
+                                  "autograder.probes.run_tests = quit\n" + WRONG_ADD), 0, "graded", None),
+    "clears-errors-after-cells": (cells(add="import sys\nget_ipython().events.register('post_execute', "
+                                            "lambda: setattr(sys, 'last_value', None))\n" + WRONG_ADD), 3, "graded",
+                                  None),
+    "patches-checks": (cells(add="import modulecraft.checks\nmodulecraft.checks.expect = lambda *a, **k: None\n"
+                                 + GOOD_ADD), 5, "graded", None),
     "reads-and-writes-outside": (read_and_write_outside, 5, "graded", None),
 }
 
