@@ -101,6 +101,13 @@ def holding(owner, names, handle):
     return [name for name in names if handle.id in getattr(owner, name)]
 
 
+def at_least_one_true(draw, count):
+    """`count` options, the first False (prepending the only hook changes nothing), at least one other True."""
+    flags = [False] + [draw.coin() for _ in range(count - 1)]
+    flags[draw.int(1, count - 1)] = True
+    return flags
+
+
 def ones(*shape):
     return np.ones(shape, dtype=np.float32)
 
@@ -164,9 +171,9 @@ def forward_returning(module, forward):
 @probe("c06_register_hooks_visible")
 def register_hooks_visible(yours, draw, check):
     Registering = registering_class(yours)
-    prepends = [False] + [draw.coin() for _ in range(draw.int(2, 4))]
-    kwargs_flags = [draw.coin() for _ in range(4)]
-    removed_options = dict(with_kwargs=draw.coin(), always_call=draw.coin())
+    prepends = at_least_one_true(draw, draw.int(3, 5))
+    kwargs_flags = at_least_one_true(draw, 4)
+    removed_options = dict(zip(("with_kwargs", "always_call"), draw.shuffled([True, draw.coin()])))
     global_options = dict(with_kwargs=draw.coin(), always_call=True)
     hint = "see 6.1: store the hook under handle.id, record each option in its side table, return the handle."
 
@@ -216,9 +223,9 @@ def register_hooks_visible(yours, draw, check):
 @probe("c06_register_hooks_hidden")
 def register_hooks_hidden(yours, draw, check):
     Registering = registering_class(yours)
-    forward_prepends = [False] + [draw.coin() for _ in range(draw.int(3, 5))]
+    forward_prepends = at_least_one_true(draw, draw.int(4, 6))
     removals = draw.int(1, 3)
-    global_kwargs, global_always = draw.coin(), draw.coin()
+    global_kwargs, global_always = True, draw.coin()
 
     def forward_order():
         module = Registering()
@@ -666,7 +673,7 @@ def registration_hooks_hidden(yours, draw, check):
 
     check(f"register_parameter({bad_param!r}, a plain array) raises TypeError",
           lambda: Registered().register_parameter(bad_param, np.ones(size)),
-          phrase=f"cannot assign 'ndarray' object to parameter '{bad_param}'",
+          phrase=f"object to parameter '{bad_param}'",
           hint="see 6.5: the TypeError says: cannot assign '<type>' object to parameter '<name>' ...")
 
     def buffer_hooks():
