@@ -53,18 +53,14 @@ def global_hooks():
 
 
 def registering_class(yours):
-    """A module that registers its forward hooks with the learner's functions; it is never called."""
+    """A module that registers its forward hooks with the learner's functions; forward returns what it received."""
     class Registering(nn.Module):
         register_forward_pre_hook = yours.register_forward_pre_hook
         register_forward_hook = yours.register_forward_hook
+
+        def forward(self, *args, **kwargs):
+            return args, kwargs
     return Registering
-
-
-class Probe(nn.Module):
-    """Returns what forward received, so that a probe sees what the pre-hooks did."""
-
-    def forward(self, *args, **kwargs):
-        return args, kwargs
 
 
 def hooked_class(yours):
@@ -297,14 +293,6 @@ def predict_firing_hidden(yours, draw, check):
 
 
 # -- exercise 3: running the pre-hooks ---------------------------------------------------------------------------
-def probe_module(yours):
-    module = Probe()
-    object.__setattr__(module, "register_forward_pre_hook",
-                       yours.register_forward_pre_hook.__get__(module))
-    object.__setattr__(module, "register_forward_hook", yours.register_forward_hook.__get__(module))
-    return module
-
-
 @probe("c06_run_forward_pre_hooks_visible")
 def run_forward_pre_hooks_visible(yours, draw, check):
     run = pre_hooks_runner(yours)
@@ -313,14 +301,14 @@ def run_forward_pre_hooks_visible(yours, draw, check):
     hint = "see 6.2: a plain hook gets (module, args); a non-None result replaces args, wrapped into a tuple if needed."
 
     def single_value():
-        module = probe_module(yours)
+        module = registering_class(yours)()
         module.register_forward_pre_hook(lambda m, args: args[0] + step)
         return run(module, (first, 2), {key: value})
     check(f"a plain pre-hook returning args[0] + {step} replaces args by a 1-tuple: run_forward_pre_hooks(module, "
           f"({first}, 2), {{{key!r}: {value}}})", single_value, hint=hint)
 
     def global_first():
-        module, log = probe_module(yours), []
+        module, log = registering_class(yours)(), []
         for index in range(locals_count):
             module.register_forward_pre_hook(lambda m, args, index=index: log.append(f"local {index}"))
         with global_hooks():
@@ -331,7 +319,7 @@ def run_forward_pre_hooks_visible(yours, draw, check):
           hint="see 6.2: iterate registry._global_forward_pre_hooks first, then module._forward_pre_hooks.")
 
     def with_kwargs():
-        module = probe_module(yours)
+        module = registering_class(yours)()
         module.register_forward_pre_hook(lambda m, args, kwargs: (args + (extra,), {**kwargs, flag: True}),
                                          with_kwargs=True)
         return run(module, (first,), {key: value})
@@ -349,7 +337,7 @@ def run_forward_pre_hooks_hidden(yours, draw, check):
     pair = (draw.int(0, 9), draw.int(0, 9))
 
     def chained():
-        module = probe_module(yours)
+        module = registering_class(yours)()
         module.register_forward_pre_hook(lambda m, args: (args[0] * factor,))
         module.register_forward_pre_hook(lambda m, args: None)
         module.register_forward_pre_hook(lambda m, args: args[0] + step)
@@ -358,7 +346,7 @@ def run_forward_pre_hooks_hidden(yours, draw, check):
           f"({start},)", chained, hint="see 6.2: assign each non-None result to args before calling the next hook.")
 
     def prepend_order():
-        module, order = probe_module(yours), []
+        module, order = registering_class(yours)(), []
         for index, name in enumerate(names):
             module.register_forward_pre_hook(lambda m, args, name=name: order.append(name),
                                              prepend=index == prepended)
@@ -368,7 +356,7 @@ def run_forward_pre_hooks_hidden(yours, draw, check):
           prepend_order, hint="see 6.2: iterate the hook dictionary in its order (prepend puts a hook first).")
 
     def bad_pair():
-        module = probe_module(yours)
+        module = registering_class(yours)()
         module.register_forward_pre_hook(lambda m, args, kwargs: tuple(range(size)), with_kwargs=True)
         return run(module, (), {})
     check(f"a with_kwargs pre-hook returning a {size}-tuple must raise RuntimeError", bad_pair,
@@ -376,7 +364,7 @@ def run_forward_pre_hooks_hidden(yours, draw, check):
           hint="see 6.2: a with_kwargs result must be None or a pair; otherwise raise RuntimeError saying so.")
 
     def global_then_local():
-        seen, module = [], probe_module(yours)
+        seen, module = [], registering_class(yours)()
         module.register_forward_pre_hook(lambda m, args: seen.append(args))
         with global_hooks():
             registry.register_module_forward_pre_hook(lambda m, args: (seen.append(args), (f"from {original}",))[1])
@@ -386,7 +374,7 @@ def run_forward_pre_hooks_hidden(yours, draw, check):
           "local one)", global_then_local, hint="see 6.2: one chain, global hooks first.")
 
     def tuple_result():
-        module = probe_module(yours)
+        module = registering_class(yours)()
         module.register_forward_pre_hook(lambda m, args: pair)
         return run(module, (0,), {})
     check(f"a pre-hook returning the tuple {pair}: A tuple result replaces args as it is", tuple_result,
@@ -402,7 +390,7 @@ def run_forward_hooks_visible(yours, draw, check):
     plain_before, plain_after = draw.int(0, 2), draw.int(0, 2)
 
     def chained():
-        module = probe_module(yours)
+        module = registering_class(yours)()
         module.register_forward_hook(lambda m, args, out: out * factor)
         module.register_forward_hook(lambda m, args, out: None)
         module.register_forward_hook(lambda m, args, out: out + step)
@@ -411,14 +399,14 @@ def run_forward_hooks_visible(yours, draw, check):
           hint="see 6.3: call hook(module, args, output); a non-None result replaces the output for the next hooks.")
 
     def with_kwargs():
-        module = probe_module(yours)
+        module = registering_class(yours)()
         module.register_forward_hook(lambda m, args, kwargs, out: (args, kwargs, out), with_kwargs=True)
         return run(module, (arg,), {key: value}, output, set())
     check("a with_kwargs forward hook receives (module, args, kwargs, output)", with_kwargs,
           hint="see 6.3: ids in module._forward_hooks_with_kwargs are called as hook(module, args, kwargs, output).")
 
     def called_after_run():
-        module, called = probe_module(yours), set()
+        module, called = registering_class(yours)(), set()
         handles = [module.register_forward_hook(lambda m, args, out: None) for _ in range(plain_before)]
         always = module.register_forward_hook(lambda m, args, out: None, always_call=True)
         handles += [always] + [module.register_forward_hook(lambda m, args, out: None) for _ in range(plain_after)]
@@ -437,7 +425,7 @@ def run_forward_hooks_hidden(yours, draw, check):
     plain_count = draw.int(1, 3)
 
     def global_first():
-        log, module = [], probe_module(yours)
+        log, module = [], registering_class(yours)()
         module.register_forward_hook(lambda m, args, out: log.append(("local", out)))
         with global_hooks():
             registry.register_module_forward_hook(lambda m, args, out: (log.append(("global", out)), replaced)[1])
@@ -452,7 +440,7 @@ def run_forward_hooks_hidden(yours, draw, check):
         with global_hooks():
             handle = registry.register_module_forward_hook(lambda m, args, kwargs, out: seen.append(kwargs),
                                                            with_kwargs=True, always_call=True)
-            run(probe_module(yours), (), {key: value}, None, called)
+            run(registering_class(yours)(), (), {key: value}, None, called)
         return seen, [hook_id == handle.id for hook_id in called]
     check("Global with_kwargs forward hooks (registry._global_forward_hooks_with_kwargs) get kwargs too, and global "
           "always_call hooks (registry._global_forward_hooks_always_called) are recorded: (kwargs seen, `called` "
@@ -460,7 +448,7 @@ def run_forward_hooks_hidden(yours, draw, check):
           hint="see 6.3: look ids up in the global side tables as well as in the module's.")
 
     def only_always_recorded():
-        module, called = probe_module(yours), set()
+        module, called = registering_class(yours)(), set()
         for _ in range(plain_count):
             module.register_forward_hook(lambda m, args, out: None)
         run(module, (), {}, 0, called)
