@@ -3,7 +3,7 @@
 Checkpoints are built here as plain OrderedDicts (not with `state_dict()`), so that the loading exercises do not
 go through exercise 1. The translating loaders of exercises 5 and 6 have no function in the reference: on the
 reference side they are the model the checkpoint was written for, under the checkpoint's own names, loaded as it
-is (`checkpoint_model`); the learner's loader must make its model behave the same.
+is (`gain_class`, `multimodal_class`, `iris_net`); the learner's loader must make its model behave the same.
 """
 from collections import OrderedDict
 
@@ -23,9 +23,9 @@ YOURS = {
 }
 
 # While grading, every module loads its own entries with the learner's `load_from_state_dict` (exercise 4), every
-# load is driven by the learner's `load_state_dict` (exercise 3), and saves go through exercise 1.
+# load is driven by the learner's `load_state_dict` (exercise 3), and saves go through exercise 1. (Exercise 3's
+# probes load `Recording` modules, which do not go through exercise 4: it comes later in the notebook.)
 BUILDS_ON = {
-    "c07_load_state_dict": ["c07_own_load"],
     "c07_overrides": ["c07_save_to_state_dict", "c07_load_state_dict", "c07_own_load"],
     "c07_iris_net": ["c07_save_to_state_dict", "c07_load_state_dict", "c07_own_load"],
 }
@@ -188,176 +188,162 @@ def predict_shared_hidden(yours, draw, check):
 
 
 # -- exercise 3: load_state_dict ------------------------------------------------------------------------------------
-def loading_class(yours, sizes):
-    """Linear then ReLU then Linear, loaded by the learner's driver."""
-    a, b, c = sizes
+class Recording(nn.Module):
+    """A module whose own load records what the driver handed it and reports what the probe scripted (missing
+    and unexpected names, error messages), so that the driver is observed without any module's real load (that
+    is exercise 4, written later in the notebook)."""
 
-    class Loading(nn.Module):
+    def __init__(self, log, missing=(), unexpected=(), errors=(), edit=None):
+        super().__init__()
+        self.log, self.missing, self.unexpected, self.errors, self.edit = log, missing, unexpected, errors, edit
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        self.log.append((prefix, list(state_dict), dict(local_metadata), strict))
+        if self.edit is not None:
+            self.edit(state_dict, prefix)
+        missing_keys.extend(prefix + name for name in self.missing)
+        unexpected_keys.extend(prefix + name for name in self.unexpected)
+        error_msgs.extend(self.errors)
+
+
+def recording_tree(yours, draw):
+    """A root loaded by the learner's driver, with two drawn children (the first with a child of its own) and a
+    None child; everything records into one log. Returns (make, the log, the keys of a full checkpoint)."""
+    first, inner, hole, last = draw.names(4)
+    log = []
+
+    class Loading(Recording):
         load_state_dict = yours.load_state_dict
 
-        def __init__(self):
-            super().__init__()
-            self.first = nn.Linear(a, b)
-            self.act = nn.ReLU()
-            self.last = nn.Linear(b, c)
-    return Loading
+    def make(**scripts):
+        root = Loading(log, **scripts.get("", {}))
+        setattr(root, first, Recording(log, **scripts.get(first, {})))
+        setattr(getattr(root, first), inner, Recording(log, **scripts.get(f"{first}.{inner}", {})))
+        root.add_module(hole, None)
+        setattr(root, last, Recording(log, **scripts.get(last, {})))
+        return root
+    keys = ["scale", f"{first}.weight", f"{first}.{inner}.bias", f"{last}.weight"]
+    return make, log, keys, (first, inner, last)
 
 
-def loading_state(sizes, value):
-    a, b, c = sizes
-    return checkpoint(linear_entries("first.", a, b, value) + linear_entries("last.", b, c, value),
-                      [("", {"version": 1}), ("first", {"version": 1}), ("act", {"version": 1}),
-                       ("last", {"version": 1})])
+def entries(keys, value=1.0, metadata=None):
+    return checkpoint([(key, np.full(1, value, dtype=np.float32)) for key in keys], metadata)
 
 
 @probe("c07_load_state_dict_visible")
 def load_state_dict_visible(yours, draw, check):
-    sizes = (draw.int(1, 4), draw.int(1, 4), draw.int(1, 4))
-    Loading = loading_class(yours, sizes)
-    value, wider = float(draw.int(1, 9)) / 2, sizes[1] + draw.int(1, 3)
-    extra = "first." + draw.name()
+    make, log, keys, (first, inner, last) = recording_tree(yours, draw)
+    missing, unexpected, message = draw.name(), draw.name(), f"size mismatch for {draw.name()}"
     hint = "see 7.3: walk the tree calling each module's _load_from_state_dict, then report strict problems."
 
-    net = Loading()
     check("loading a complete state returns _IncompatibleKeys with two empty lists",
-          lambda: tuple(net.load_state_dict(loading_state(sizes, value))), hint=hint)
-    check("the values were copied into every layer: (first.weight, last.bias)",
-          lambda: [np.asarray(net.first.weight).tolist(), np.asarray(net.last.bias).tolist()],
-          hint="see 7.3: recurse into every child with the entries that start with its prefix.")
+          lambda: tuple(make().load_state_dict(entries(keys))), hint=hint)
 
-    broken = loading_state(sizes, 1.0)
-    del broken["last.bias"]
-    broken[extra] = np.zeros(1, dtype=np.float32)
-    broken["first.weight"] = np.zeros((wider, sizes[0]), dtype=np.float32)
-    check("the lines of the error message of a strict load of a checkpoint with a missing, an unexpected and a "
-          "mis-shaped entry", lambda: raised_lines(lambda: Loading().load_state_dict(broken)),
+    def walked():
+        log.clear()
+        make().load_state_dict(entries(keys))
+        return [(prefix, seen, strict) for prefix, seen, _, strict in log]
+    check("every module received the entries under its prefix: (prefix, keys it was handed, strict) per module, in "
+          "the order of the walk", walked,
+          hint="see 7.3: recurse into every child (skipping None) with the entries that start with its prefix.")
+
+    scripts = {last: {"missing": [missing]}, "": {"unexpected": [unexpected]}, first: {"errors": [message]}}
+    check("the lines of the error message of a strict load where modules report a missing key, an unexpected key "
+          "and an error message", lambda: raised_lines(lambda: make(**scripts).load_state_dict(entries(keys))),
           hint="see 7.3, step 4: missing keys first, then unexpected keys, then the other messages, joined by "
                "'\\n\\t', in a RuntimeError.")
 
     def forgiven():
-        forgiving = Loading()
-        forgiving.register_load_state_dict_post_hook(
-            lambda module, keys: keys.missing_keys.remove("last.bias") if "last.bias" in keys.missing_keys else None)
-        no_bias = loading_state(sizes, 1.0)
-        del no_bias["last.bias"]
-        return str(forgiving.load_state_dict(no_bias))
-    check("a strict load without last.bias, with a post-hook that removes it from missing_keys", forgiven,
+        root = make(**{last: {"missing": [missing]}})
+        root.register_load_state_dict_post_hook(
+            lambda module, found: found.missing_keys.remove(f"{last}.{missing}")
+            if f"{last}.{missing}" in found.missing_keys else None)
+        return str(root.load_state_dict(entries(keys)))
+    check(f"a strict load where {last} reports {missing!r} missing, with a post-hook that removes it from "
+          "missing_keys", forgiven,
           hint="see 7.3, step 3: after the children, call each hook(module, _IncompatibleKeys(missing_keys, "
                "unexpected_keys)) of module._load_state_dict_post_hooks; strict sees its edits.")
 
     def assigned():
-        arrays, module = loading_state(sizes, 4.0), Loading()
-        result = module.load_state_dict(arrays, assign=True)
-        return result is not None, bool(np.shares_memory(module.first.weight, arrays["first.weight"]))
-    check("assign=True puts the checkpoint's arrays themselves into the layers: (returns a result, shares memory)",
-          assigned, hint="see 7.3, step 3: with assign, set local_metadata['assign_to_params_buffers'] = assign.")
+        log.clear()
+        result = make().load_state_dict(entries(keys), assign=True)
+        return result is not None, [(prefix, metadata.get("assign_to_params_buffers")) for prefix, _, metadata, _
+                                    in log]
+    check("assign=True reaches every module: (returns a result, assign_to_params_buffers in each module's "
+          "local_metadata)", assigned,
+          hint="see 7.3, step 3: with assign, set local_metadata['assign_to_params_buffers'] = assign.")
 
 
 @probe("c07_load_state_dict_hidden")
 def load_state_dict_hidden(yours, draw, check):
-    sizes = (draw.int(1, 4), draw.int(1, 4), draw.int(1, 4))
-    Loading = loading_class(yours, sizes)
-    value, surprise, version = float(draw.int(1, 9)), draw.name(), draw.int(3, 9)
+    make, log, keys, (first, inner, last) = recording_tree(yours, draw)
+    missing, unexpected, message = draw.name(), draw.name(), f"size mismatch for {draw.name()}"
+    versions = [draw.int(1, 9) for _ in range(3)]
     old, new = draw.names(2)
 
     def loose():
-        partial = loading_state(sizes, value)
-        del partial["first.bias"]
-        partial[surprise] = np.zeros(1, dtype=np.float32)
-        module = Loading()
-        result = module.load_state_dict(partial, strict=False)
-        return type(result).__name__, result.missing_keys, result.unexpected_keys, float(module.first.weight[0, 0])
-    check("With strict=False the missing and unexpected keys are still collected and returned, and the entries that "
-          "fit are loaded: (result type, missing, unexpected, first.weight[0, 0])", loose,
-          hint="see 7.3: return _IncompatibleKeys(missing_keys, unexpected_keys).")
+        result = make(**{first: {"missing": [missing]}, "": {"unexpected": [unexpected]}}).load_state_dict(
+            entries(keys), strict=False)
+        return type(result).__name__, result.missing_keys, result.unexpected_keys
+    check("With strict=False the missing and unexpected keys are still collected and returned: (result type, "
+          "missing, unexpected)", loose, hint="see 7.3: return _IncompatibleKeys(missing_keys, unexpected_keys).")
     check("A state_dict that is not a Mapping must raise TypeError",
-          lambda: Loading().load_state_dict([("first.weight", None)]), phrase="Expected state_dict to be dict-like",
+          lambda: make().load_state_dict([(keys[0], None)]), phrase="Expected state_dict to be dict-like",
           hint="see 7.3, step 1: TypeError: Expected state_dict to be dict-like, got <type>.")
-
-    def mismatch():
-        wrong_last = loading_state(sizes, 0.0)
-        wrong_last["last.weight"] = np.zeros((sizes[2] + 1, sizes[1]), dtype=np.float32)
-        return raised_lines(lambda: Loading().load_state_dict(wrong_last, strict=False))
-    check("A shape mismatch is an error even with strict=False (the lines of the error)", mismatch,
+    check("Error messages are an error even with strict=False (the lines of the error)",
+          lambda: raised_lines(lambda: make(**{last: {"errors": [message]}}).load_state_dict(entries(keys),
+                                                                                            strict=False)),
           hint="see 7.3, step 4: error messages raise whatever strict says.")
 
     def untouched():
-        original = loading_state(sizes, 3.0)
-        original[surprise] = np.zeros(1, dtype=np.float32)
-        before = list(original)
-        try:
-            Loading().load_state_dict(original, strict=False)
-        except Exception:  # noqa: BLE001 - whether the caller's dictionary changed is the observation
-            pass
-        return list(original) == before
-    check("The caller's dictionary must not be modified: load from a private copy (keys unchanged)", untouched,
+        original = entries(keys)
+        make(**{"": {"edit": lambda state, prefix: state.pop(keys[0])}}).load_state_dict(original)
+        return list(original)
+    check("The caller's dictionary must not be modified: load from a private copy (its keys after a module popped "
+          "one from what it was handed)", untouched,
           hint="see 7.3, step 2: state_dict = OrderedDict(state_dict), keeping _metadata.")
 
-    def versions():
-        seen = []
+    def metadata():
+        log.clear()
+        saved = entries(keys, metadata=[("", {"version": versions[0]}), (first, {"version": versions[1]}),
+                                        (f"{first}.{inner}", {"version": versions[2]})])
+        make().load_state_dict(saved)
+        return [(prefix, local.get("version")) for prefix, _, local, _ in log]
+    check("Each module must get metadata[prefix[:-1]] as its local_metadata (versions each module saw)", metadata,
+          hint="see 7.3: local_metadata = metadata.get(prefix[:-1], {}).")
 
-        class Versioned(nn.Linear):
-            _version = version + 1
+    def renamed():
+        log.clear()
 
-            def _load_from_state_dict(self, state_dict, prefix, local_metadata, *args):
-                seen.append((prefix, local_metadata.get("version")))
-                super()._load_from_state_dict(state_dict, prefix, local_metadata, *args)
-        module = Loading()
-        module.last = Versioned(sizes[1], sizes[2])
-        saved = loading_state(sizes, 1.0)
-        saved._metadata["last"] = {"version": version}
-        module.load_state_dict(saved)
-        return seen
-    check(f"Each module must get metadata[prefix[:-1]] as its local_metadata (a child saved at version {version})",
-          versions, hint="see 7.3: local_metadata = metadata.get(prefix[:-1], {}).")
-
-    def renaming():
-        class Renaming(nn.Module):
-            load_state_dict = yours.load_state_dict
-
-            def __init__(self):
-                super().__init__()
-                setattr(self, new, nn.Linear(1, 1))
-
-            def _load_from_state_dict(self, state_dict, prefix, *args):
-                for key in [k for k in state_dict if k.startswith(prefix + old + ".")]:
-                    state_dict[prefix + new + key[len(prefix + old):]] = state_dict.pop(key)
-                super()._load_from_state_dict(state_dict, prefix, *args)
-        module = Renaming()
-        module.load_state_dict(checkpoint(linear_entries(old + ".", 1, 1, value)))
-        return float(getattr(module, new).weight[0, 0])
+        def rename(state, prefix):
+            for key in [k for k in state if k.startswith(f"{first}.{old}")]:
+                state[f"{first}.{new}" + key[len(f"{first}.{old}"):]] = state.pop(key)
+        make(**{"": {"edit": rename}}).load_state_dict(entries([f"{first}.{old}.weight"]), strict=False)
+        return [(prefix, seen) for prefix, seen, _, _ in log if prefix == f"{first}."]
     check("Children must get entries filtered from the parent's dictionary after the parent's _load_from_state_dict "
-          "ran (a parent renaming its child's keys: the child's weight)", renaming,
+          f"ran (the root renames {first}.{old}.* to {first}.{new}.*: what {first} was handed)", renamed,
           hint="see 7.3: filter the child's entries from local_state_dict after calling _load_from_state_dict.")
 
     def post_hook_order():
-        order, module = [], Loading()
+        order, root = [], make()
         names = draw.names(2)
         for name in names:
-            module.register_load_state_dict_post_hook(lambda m, keys, name=name: order.append(name))
-        module.first.register_load_state_dict_post_hook(lambda m, keys: order.append("first"))
-        module.last.register_load_state_dict_post_hook(lambda m, keys: order.append("last"))
-        module.load_state_dict(loading_state(sizes, 1.0))
+            root.register_load_state_dict_post_hook(lambda m, found, name=name: order.append(name))
+        getattr(root, first).register_load_state_dict_post_hook(lambda m, found: order.append(first))
+        getattr(root, last).register_load_state_dict_post_hook(lambda m, found: order.append(last))
+        root.load_state_dict(entries(keys))
         return order
     check("A module's load post-hooks run in registration order, after its children (and their hooks) have loaded",
           post_hook_order, hint="see 7.3, step 3: run a module's post-hooks after recursing into its children.")
 
     def returning():
-        module = Loading()
-        module.register_load_state_dict_post_hook(lambda m, keys: keys)
-        return module.load_state_dict(loading_state(sizes, 1.0))
+        root = make()
+        root.register_load_state_dict_post_hook(lambda m, found: found)
+        return root.load_state_dict(entries(keys))
     check("A load post-hook that returns something other than None must raise AssertionError", returning,
           phrase="not expected to return new values",
           hint="see 7.3, step 3: AssertionError saying hooks are not expected to return new values.")
-
-    def assign_everywhere():
-        frozen, source = Loading(), loading_state(sizes, 6.0)
-        frozen.first.bias.requires_grad_(False)
-        frozen.load_state_dict(source, assign=True)
-        return bool(np.shares_memory(frozen.last.bias, source["last.bias"])), frozen.first.bias.requires_grad
-    check("assign=True must reach every module of the tree (children too), keeping each parameter's requires_grad: "
-          "(last.bias shares memory, first.bias.requires_grad)", assign_everywhere,
-          hint="see 7.3: set local_metadata['assign_to_params_buffers'] for every module's load.")
 
 
 # -- exercise 4: one module's _load_from_state_dict -----------------------------------------------------------------

@@ -69,7 +69,7 @@ def state_dict(self, *, destination=None, prefix="", keep_vars=False):
     dict(
         grade_id='c07_load_state_dict',
         mistake='no-recursion',
-        feedback='the values were copied into every layer',
+        feedback='every module received the entries under its prefix',
         edits=[
             ("                load(child, child_state_dict, child_prefix)\n",
              "                pass\n"),
@@ -186,7 +186,7 @@ def state_dict(self, *, destination=None, prefix="", keep_vars=False):
     dict(
         grade_id='c07_load_state_dict',
         mistake='assign-ignored',
-        feedback="assign=True puts the checkpoint's arrays themselves",
+        feedback='assign=True reaches every module',
         edits=[
             ("        if assign:\n"
              "            local_metadata[\"assign_to_params_buffers\"] = assign\n",
