@@ -60,7 +60,7 @@ def state_dict(self, *, destination=None, prefix="", keep_vars=False):
     dict(
         grade_id='c07_save_to_state_dict',
         mistake='prefix-without-dot',
-        feedback='keys of Collecting',
+        feedback="keys of a Saving module's state_dict",
         edits=[
             ("            child.state_dict(destination=destination, prefix=prefix + name + \".\", keep_vars=keep_vars)\n",
              "            child.state_dict(destination=destination, prefix=prefix + name, keep_vars=keep_vars)\n"),
