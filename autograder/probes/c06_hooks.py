@@ -330,7 +330,7 @@ def run_forward_pre_hooks_visible(yours, draw, check):
 @probe("c06_run_forward_pre_hooks_hidden")
 def run_forward_pre_hooks_hidden(yours, draw, check):
     run = pre_hooks_runner(yours)
-    factor, step, start = draw.int(2, 9), draw.int(1, 9), draw.int(-9, 9)
+    factor, step, start = draw.int(2, 9), draw.int(1, 9), draw.choice((-1, 1)) * draw.int(1, 9)
     names = draw.names(draw.int(2, 4))
     prepended = draw.int(1, len(names) - 1)
     size, original = draw.int(3, 5), draw.name()
