@@ -88,7 +88,8 @@ def test_wrong_implementation_loses_points_and_feedback_names_it(chapter, wrong,
     assert sum(scores[g] for g in own) < sum(full[g] for g in own), f"{wrong['mistake']} kept full marks"
     # Graded mechanisms run on the learner's code everywhere in the grading kernel: an exercise that calls another
     # may lose points with it, where the chapter's probes say it builds on it.
-    building = {g for b in builds_on(chapter).get(wrong["grade_id"], []) for g in exercise_test_cells(b, full)}
+    building = {g for b, calls in builds_on(chapter).items() if wrong["grade_id"] in calls
+                for g in exercise_test_cells(b, full)}
     others = {g: scores[g] for g in full if g not in own | building and scores[g] != full[g]}
     assert others == {}, "a mistake in one exercise must not cost points in another it does not build on"
     # The phrase must come from a failing test of this exercise (hints also sit in the visible tests' source) ...
