@@ -87,6 +87,11 @@ def test_text_of_a_graph_with_a_node_reached_twice_and_a_dashed_edge():
     ])
 
 
+def test_dot_source_the_text_reader_cannot_follow_is_shown_as_it_is(no_dot):
+    source = graphviz.Source("digraph { a [label=<unclosed] }")
+    assert render.text_bundle(source)["text/plain"].endswith(source.source)
+
+
 @pytest.mark.parametrize("chapter, drawings", [("01_init_and_call", 2), ("07_state_dict", 4)])
 def test_a_chapter_runs_to_its_end_without_dot(chapter, drawings, tmp_path):
     """Chapter 1 shows a module tree and a graphviz flowchart of its own; chapter 7 state_dict diffs and a stepper."""

@@ -44,9 +44,13 @@ _notice_given = False
 
 
 def text_bundle(graph) -> dict[str, str]:
-    """Any graphviz graph as text, for a machine without ``dot``: the first one shown also says how to install it."""
+    """Any graphviz graph as text, for a machine without ``dot``: the first one shown also says how to install it.
+    DOT that the text reader cannot follow (hand-written, say) is shown as it is."""
     global _notice_given
-    rendering = text.render(graph.source)
+    try:
+        rendering = text.render(graph.source)
+    except (ValueError, IndexError):
+        rendering = graph.source
     notice, _notice_given = ("" if _notice_given else TEXT_NOTICE), True
     return {"text/plain": f"{notice}\n\n{rendering}" if notice else rendering,
             "text/html": ('<div class="modulecraft-viz modulecraft-viz-text">'
