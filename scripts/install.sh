@@ -26,8 +26,9 @@ install_torch() {
       echo "modulecraft: installing $requirement (the CPU build) from $torch_cpu_index"
       "${pip[@]}" --extra-index-url "$torch_cpu_index" "$requirement" && return
       echo "modulecraft: pip could not install $requirement from $torch_cpu_index. If that index is out of" \
-           "reach here, point MODULECRAFT_TORCH_INDEX to a mirror of it, or install torch $torch_version into" \
-           "$venv yourself, then run the command again." >&2
+           "reach here, point MODULECRAFT_TORCH_INDEX to a mirror of it, or put its wheel" \
+           "(torch-$torch_version+cpu-*.whl) in a folder and set PIP_FIND_LINKS to that folder, then run the" \
+           "command again." >&2
       return 1 ;;
     *)  # macOS and Windows: PyPI's wheels are the CPU builds (with Apple's MPS on macOS)
       "${pip[@]}" "torch==$torch_version" ;;
