@@ -1,9 +1,11 @@
 """What the grader checks of a submission besides its tests: its structure, and the limits it ran into.
 
 Before running anything, `inspect_submission` compares the submitted notebook with the chapter's source:
-invalid JSON, another chapter's notebook, test cells deleted, duplicated, reordered, edited or retyped,
-solution cells turned into markdown. nbgrader restores the test cells it knows, but a changed notebook
-structure is a question for a person, so these submissions are held for review.
+invalid JSON, another chapter's notebook, test cells deleted, duplicated, reordered or retyped, solution cells
+turned into markdown. nbgrader restores the test cells it knows, but a changed notebook structure is a question
+for a person, so these submissions are held for review. A test cell's edited text is not: nbgrader puts the
+course's text back before running it (a learner's copy from an earlier version of the course has older test
+cells, which is no fault).
 
 After running, `limits_of` says which limits the notebook ran into (memory, processes, disk, time), in words
 for the learner. Nothing here decides a test: `autograder.verdicts` does, outside the kernel.
@@ -63,8 +65,6 @@ def inspect_submission(submitted: Path, source: Path) -> list[str]:
         mine = by_id[grade_id]
         if mine.cell_type != cell.cell_type:
             problems.append(f"{what} {grade_id!r} was turned into a {mine.cell_type} cell")
-        elif _is_test(cell) and mine.source.strip() != cell.source.strip():
-            problems.append(f"{what} {grade_id!r} was edited")
         if _role(mine) != _role(cell):
             problems.append(f"the nbgrader metadata of {what} {grade_id!r} was changed")
     present = [grade_id for grade_id in dict.fromkeys(found_ids) if grade_id in expected_ids]

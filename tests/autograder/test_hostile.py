@@ -119,8 +119,8 @@ SUBMISSIONS = {
     "duplicated-test": (edited(duplicate), 0, "needs review", "test cell 'test_scale' appears 2 times"),
     "reordered-test": (edited(lambda c: c.insert(index(c, "add"), c.pop(index(c, "test_add")))), 0,
                        "needs review", "reordered"),
-    "edited-test": (edited(lambda c: c[index(c, "test_add")].__setitem__("source", "pass")), 0, "needs review",
-                    "test cell 'test_add' was edited"),
+    # (nbgrader puts the course's text back: an edited test cell, or one from an older course version, runs as it is)
+    "edited-test": (edited(lambda c: c[index(c, "test_add")].__setitem__("source", "pass")), 5, "graded", None),
     "solution-as-markdown": (edited(to_markdown), 0, "needs review", "solution cell 'scale' was turned into a markdown"),
     # Tampering with what a test compares with gains nothing: the verdict is made outside the kernel.
     "patches-numpy": (cells(add="np.allclose = lambda *args, **kwargs: True\n" + WRONG_ADD), 3, "graded", None),
