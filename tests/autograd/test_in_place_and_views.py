@@ -131,3 +131,32 @@ def test_an_input_a_function_returned_as_is_may_not_be_used_after_its_base_chang
         return unrecorded, outcome(lambda: out * 2, "Output 0 of Identity is a view and its base or another view")
 
     assert on_both(scenario)[1] == ("RuntimeError", ["Output 0 of Identity is a view and its base or another view"])
+
+
+@pytest.mark.parametrize("change", ["imul", "setitem", "through_another_view"])
+def test_a_view_taken_before_its_base_changed_in_place_reads_the_new_value(change):
+    """torch replays the view on the base's new value; so does modulecraft for views made by indexing."""
+    def scenario(lib):
+        x = lib_leaf(lib, [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+        y = x * 2
+        row, inner = y[1], y[1][0:2]
+        if change == "imul":
+            y *= x
+        elif change == "setitem":
+            y[1, 1] = x[0, 0] * 10
+        else:
+            y[0] += x[1]
+        ((row * row).sum() + (inner * 3).sum()).backward()
+        return x.grad, row, inner
+
+    on_both(scenario)
+
+
+def test_a_view_made_otherwise_is_refused_clearly_once_its_base_changed_in_place():
+    """Documented in test_documented_differences.py: numpy views do not record how to replay them."""
+    x = lib_leaf(modulecraft, [[1.0, 2.0], [3.0, 4.0]])
+    y = x * 2
+    flat = y.reshape(4)
+    y *= x
+    with pytest.raises(NotImplementedError, match="take the view .* after the in-place change"):
+        (flat * 2).sum()

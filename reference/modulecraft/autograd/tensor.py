@@ -24,8 +24,10 @@ Likewise, numpy converts a *list* of tensors to a plain array without asking us 
 no graph; ``np.stack([a, b])`` records one. An in-place ufunc on a plain array with a tensor that requires
 grad (``array += t``) is refused: torch would make the plain tensor part of the graph, a numpy array cannot be.
 An in-place change of a view made by indexing (``y[0:2] += 1``, ``y[1][0] = t``) is recorded on the tensor
-it was taken from, as torch's ``CopySlices``, and the view is read back from that tensor's new value; a
-view made otherwise (``reshape``, ``transpose``) of a tensor in a graph may not be changed in place.
+it was taken from, as torch's ``CopySlices``, and the view is read back from that tensor's new value (so is
+a view used after the tensor it was taken from changed in place). A view made otherwise (``reshape``,
+``transpose``) of a tensor in a graph may not be changed in place, nor used after that tensor was: numpy
+does not record how to replay it.
 Assigning into a leaf that requires grad (``p[...] = values``, ``p[0] = 1``, ``p.fill(0)``) is a data write
 even with grad mode on (torch raises "a leaf Variable that requires grad is being used in an in-place
 operation" unless under ``no_grad``): existing array code initialises, converts and loads parameters that
@@ -105,6 +107,8 @@ class Tensor(np.ndarray):
     @property
     def grad_fn(self) -> Node | None:
         """The node that produced this tensor (None for leaves)."""
+        if self._view_base is not None and _stale(self):
+            _ops().shaping.regenerate_view(self)
         return self._grad_fn
 
     @property
@@ -244,7 +248,9 @@ class Tensor(np.ndarray):
         """The graph edge through which a gradient reaches this tensor."""
         fn = self._grad_fn
         if fn is not None:
-            if self._function_output is not None:
+            if self._view_base is not None and _stale(self):
+                fn = _ops().shaping.regenerate_view(self)
+            elif self._function_output is not None:
                 _check_function_view(self)
             return (fn, self._output_nr)
         ref = self._grad_accumulator  # inlined weak_accumulator: this runs for every leaf of every operation
@@ -587,6 +593,16 @@ def mark_function_view(out: Tensor, output_nr: int, function: str) -> None:
     """Mark ``out``, an output of ``function`` sharing memory with an input, as a view that may not be changed
     in place, nor used once its base has been (torch's rule for inputs a custom Function returns as is)."""
     out._function_output = (output_nr, function, version_counter(out)[0])
+
+
+def _stale(view: Tensor) -> bool:
+    """Whether the tensor ``view`` was taken from (or one in between) got a new ``grad_fn`` from an in-place
+    change since: the view's own ``grad_fn`` then still reads the old value."""
+    base = view._view_base
+    base_fn = base._grad_fn
+    if base_fn is not None and view._grad_fn.next_functions[0][0] is not base_fn:
+        return True
+    return base._view_base is not None and _stale(base)
 
 
 def _check_function_view(view: Tensor) -> None:

@@ -222,16 +222,38 @@ def rebase_view(view: Tensor, node: Node) -> None:
 
     ``_refuse_graph_write`` has checked that every view of the chain was made by indexing.
     """
-    chain = [view]  # the view, the view it was taken from, ... up to the last one, whose base is no view
-    while chain[-1]._view_base._view_base is not None:
-        chain.append(chain[-1]._view_base)
+    chain = _view_chain(view)
     for link in chain:
         copy = CopySlices(edges((link._view_base,)) + ((node, 0),))
         copy.key, copy.value_shape = link._view_index, link.shape
         node = copy
     set_grad_fn(chain[-1]._view_base, node)
+    regenerate_view(view)
+
+
+def _view_chain(view: Tensor) -> list:
+    """The view, the view it was taken from, ... up to the last one, whose base is no view."""
+    chain = [view]
+    while chain[-1]._view_base._view_base is not None:
+        chain.append(chain[-1]._view_base)
+    return chain
+
+
+def regenerate_view(view: Tensor) -> Node:
+    """Read ``view`` (and the views between) again from the current value of the tensor it was taken from,
+    after that tensor changed in place (torch replays the view the same way); return its new ``grad_fn``.
+
+    Only views made by indexing can be replayed: numpy views made otherwise do not record how.
+    """
+    chain = _view_chain(view)
+    if any(link._view_index is None for link in chain):
+        raise NotImplementedError(
+            "modulecraft cannot use this view in a graph any more: the tensor it was taken from was changed in "
+            "place since, and only views made by indexing (y[0:2]) can be read again from its new value; take "
+            "the view (reshape, transpose...) after the in-place change")
     for link in reversed(chain):
         set_grad_fn(link, _index_node(link._view_base, link._view_index))
+    return view._grad_fn
 
 
 @implements(np.copyto)
