@@ -387,7 +387,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
         reduction = _legacy_reduction(size_average, reduce)
     if label_smoothing > 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-    if np.shape(target) == np.shape(input) and np.result_type(plain(target)).kind == "f":
+    target = np.asarray(plain(target))
+    if target.dtype.kind == "f" and target.shape == np.shape(plain(input)):
         raise NotImplementedError("cross_entropy in modulecraft takes class indices (an integer target); class "
                                   "probabilities are not supported")
     dim = 0 if np.ndim(input) == 1 else 1
@@ -395,8 +396,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
     loss = nll_loss(log_probabilities, target, weight, None, ignore_index, None, reduction)
     if label_smoothing <= 0.0:
         return loss
-    return _label_smoothed(loss, log_probabilities, np.asarray(plain(target)), weight, ignore_index, reduction,
-                           label_smoothing, dim)
+    return _label_smoothed(loss, log_probabilities, target, weight, ignore_index, reduction, label_smoothing, dim)
 
 
 def _label_smoothed(loss, log_probabilities, target, weight, ignore_index, reduction, label_smoothing, dim):
