@@ -101,10 +101,14 @@ class _Dot:
         self.process = None
 
     def _read(self, process) -> tuple[bytes, bytes]:
-        """Read dot's outputs until the marker's SVG has ended, or dot has."""
-        output, errors = b"", b""
+        """Read dot's outputs until the marker's SVG has ended, or dot has.
+
+        A big drawing's SVG comes in many chunks: they are appended to a bytearray and only the newly read end is
+        searched for the marker, so reading stays linear in the SVG's size."""
+        output, errors = bytearray(), bytearray()
+        marker_seen = False
         open_streams = [process.stdout, process.stderr]
-        while process.stdout in open_streams and not (output.endswith(self.END) and self.MARKER_TITLE in output):
+        while process.stdout in open_streams and not (marker_seen and output.endswith(self.END)):
             ready, _, _ = select.select(open_streams, [], [])
             for stream in ready:
                 chunk = os.read(stream.fileno(), 1 << 16)
@@ -112,9 +116,10 @@ class _Dot:
                     open_streams.remove(stream)
                 elif stream is process.stdout:
                     output += chunk
+                    marker_seen = marker_seen or self.MARKER_TITLE in output[-len(chunk) - len(self.MARKER_TITLE):]
                 else:
                     errors += chunk
-        return output, errors
+        return bytes(output), bytes(errors)
 
 
 _dot = _Dot()
