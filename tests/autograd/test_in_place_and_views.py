@@ -160,3 +160,22 @@ def test_a_view_made_otherwise_is_refused_clearly_once_its_base_changed_in_place
     y *= x
     with pytest.raises(NotImplementedError, match="take the view .* after the in-place change"):
         (flat * 2).sum()
+
+
+@pytest.mark.parametrize("change", ["iadd", "setitem", "relu"])
+def test_a_view_changed_in_place_after_its_base_was_reads_the_bases_new_value_first(change):
+    def scenario(lib):
+        x = lib_leaf(lib, [[1.0, -2.0, 3.0], [4.0, 5.0, -6.0]])
+        y = x * 2
+        row = y[0]
+        y *= x
+        if change == "iadd":
+            row += x[1]
+        elif change == "setitem":
+            row[1:] = x[1, :2] * 3
+        else:
+            lib.nn.functional.relu(row, inplace=True)
+        (y * y).sum().backward()
+        return x.grad, y
+
+    on_both(scenario)

@@ -665,6 +665,8 @@ def _ufunc_into(ufunc, method, inputs, raw, out, kwargs, recording):
     if rule is None:
         raise NotImplementedError(f"numpy.{ufunc.__name__} with out= is not differentiable in modulecraft")
     # Record on a snapshot of the target's old value (backward may need it), then write and rebase.
+    if target._view_base is not None and _stale(target):
+        _ops().shaping.regenerate_view(target)
     snapshot = np.array(target.view(np.ndarray), copy=True).view(Tensor)
     snapshot._requires_grad = target._requires_grad
     snapshot._grad_fn = target._grad_fn
