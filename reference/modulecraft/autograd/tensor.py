@@ -595,6 +595,14 @@ def mark_function_view(out: Tensor, output_nr: int, function: str) -> None:
     out._function_output = (output_nr, function, version_counter(out)[0])
 
 
+def view_chain(view: Tensor) -> list:
+    """The view, the view it was taken from, ... up to the last one, whose base is no view."""
+    chain = [view]
+    while chain[-1]._view_base._view_base is not None:
+        chain.append(chain[-1]._view_base)
+    return chain
+
+
 def _stale(view: Tensor) -> bool:
     """Whether the tensor ``view`` was taken from (or one in between) got a new ``grad_fn`` from an in-place
     change since: the view's own ``grad_fn`` then still reads the old value."""
@@ -623,9 +631,7 @@ def _refuse_graph_write(target: Tensor, value) -> None:
                            f"{_FUNCTION_VIEW_RULE}")
     base = target._view_base
     if base is not None and (base._requires_grad or is_tracked(value)):
-        chain = [target]  # the views from target up to the tensor that is no view
-        while chain[-1]._view_base._view_base is not None:
-            chain.append(chain[-1]._view_base)
+        chain = view_chain(target)
         if chain[-1]._view_base._grad_fn is None:
             raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
                                "operation.")

@@ -17,7 +17,7 @@ from modulecraft.autograd.graph import Node
 from modulecraft.autograd.ops.elementwise import unbroadcast
 from modulecraft.autograd.ops.registry import implements
 from modulecraft.autograd.tensor import (Tensor, _refuse_graph_write, edges, is_tracked, plain, result, save,
-                                         set_grad_fn, unwrap_key, version_counter)
+                                         set_grad_fn, unwrap_key, version_counter, view_chain)
 
 __all__ = []
 
@@ -222,7 +222,7 @@ def rebase_view(view: Tensor, node: Node) -> None:
 
     ``_refuse_graph_write`` has checked that every view of the chain was made by indexing.
     """
-    chain = _view_chain(view)
+    chain = view_chain(view)
     for link in chain:
         copy = CopySlices(edges((link._view_base,)) + ((node, 0),))
         copy.key, copy.value_shape = link._view_index, link.shape
@@ -231,21 +231,13 @@ def rebase_view(view: Tensor, node: Node) -> None:
     regenerate_view(view)
 
 
-def _view_chain(view: Tensor) -> list:
-    """The view, the view it was taken from, ... up to the last one, whose base is no view."""
-    chain = [view]
-    while chain[-1]._view_base._view_base is not None:
-        chain.append(chain[-1]._view_base)
-    return chain
-
-
 def regenerate_view(view: Tensor) -> Node:
     """Read ``view`` (and the views between) again from the current value of the tensor it was taken from,
     after that tensor changed in place (torch replays the view the same way); return its new ``grad_fn``.
 
     Only views made by indexing can be replayed: numpy views made otherwise do not record how.
     """
-    chain = _view_chain(view)
+    chain = view_chain(view)
     if any(link._view_index is None for link in chain):
         raise NotImplementedError(
             "modulecraft cannot use this view in a graph any more: the tensor it was taken from was changed in "
