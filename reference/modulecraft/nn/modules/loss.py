@@ -1,4 +1,5 @@
-"""``MSELoss``, ``NLLLoss`` and ``CrossEntropyLoss``: modules around the ``nn.functional`` losses, with torch's signatures.
+"""``MSELoss``, ``NLLLoss`` and ``CrossEntropyLoss``: modules around the ``nn.functional`` losses, with torch's
+signatures.
 
 As in torch, the deprecated ``size_average``/``reduce`` arguments are turned into ``reduction`` (with torch's
 warning), and a class ``weight`` is registered as a buffer (``None`` when not given).
