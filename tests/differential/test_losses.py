@@ -122,3 +122,14 @@ def test_cross_entropy_module_with_label_smoothing(lib):
     loss = module(logits, _indices(lib, [2, 0, 1]))
     loss.backward()
     return repr(module), module.label_smoothing, lib.clone(loss), lib.clone(logits.grad)
+
+
+@pytest.mark.parametrize("function", ["nll_loss", "mse_loss"])
+@differential
+def test_a_loss_node_frees_what_it_saved_after_backward(lib, function):
+    """torch's NllLossBackward0 saves the target and weights: a second backward raises, as through MseLossBackward0."""
+    log_probabilities = lib.leaf(LOGITS)
+    target = _indices(lib, [0, 2, 1]) if function == "nll_loss" else lib.tensor(np.zeros((3, 3)))
+    loss = getattr(lib.nn.functional, function)(log_probabilities, target)
+    loss.backward()
+    return raises(loss.backward, "Trying to backward through the graph a second time")

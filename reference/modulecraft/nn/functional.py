@@ -296,21 +296,25 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "me
 
 
 class NllLossBackward0(Node):
-    __slots__ = ("target", "weights", "valid", "reduction", "total_weight", "shape")
+    """The target, weights and total weight are saved values, as torch saves them (with the input, whose in-place
+    change is caught): a second backward without ``retain_graph`` raises."""
+
+    __slots__ = ("reduction", "shape")
 
     def backward(self, grad):
-        per_sample = self.weights * grad  # grad: one number (mean, sum) or one per sample (none)
+        target, weights, valid, total_weight = self.saved_values()
+        per_sample = weights * grad  # grad: one number (mean, sum) or one per sample (none)
         if self.reduction == "mean":
-            if self.total_weight != 0:
-                per_sample = per_sample / self.total_weight
+            if total_weight != 0:
+                per_sample = per_sample / total_weight
             else:  # as torch: ignored samples get zeros, the others 0 / 0
                 with np.errstate(invalid="ignore"):
-                    per_sample = np.where(self.valid, per_sample / self.total_weight, 0)
+                    per_sample = np.where(valid, per_sample / total_weight, 0)
         grad_input = np.zeros(self.shape, dtype=np.result_type(grad))
         if len(self.shape) == 1:
-            grad_input[self.target] = -per_sample
+            grad_input[target] = -per_sample
         else:
-            grad_input[np.arange(self.shape[0]), self.target] = -per_sample
+            grad_input[np.arange(self.shape[0]), target] = -per_sample
         return (grad_input,)
 
 
@@ -368,8 +372,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = 
     if not _recording(input):
         return values
     node = NllLossBackward0(edges((input,)))
-    node.target, node.weights, node.valid, node.reduction = safe_target, weights, valid, reduction
-    node.total_weight, node.shape = total_weight, raw.shape
+    node.reduction, node.shape = reduction, raw.shape
+    save(node, (input,), (safe_target, weights, valid, total_weight))
     return result(values, node)
 
 
