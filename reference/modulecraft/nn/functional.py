@@ -324,6 +324,9 @@ _TORCH_DTYPE_NAMES = {"float16": "Half", "float32": "Float", "float64": "Double"
                       "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
 
 
+_CLASS_INDEX_DTYPES = (np.dtype(np.int64), np.dtype(np.uint8))
+
+
 def _check_class_indices(input_shape: tuple, target: np.ndarray) -> None:
     """torch's checks of a class-index target, in torch's order and with its exception types."""
     target_batch = target.shape[0] if target.ndim else 0
@@ -333,7 +336,7 @@ def _check_class_indices(input_shape: tuple, target: np.ndarray) -> None:
         raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
     if len(input_shape) == 1 and target.ndim == 1 and target.size != 1:
         raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: {target.size}")
-    if target.dtype not in (np.int64, np.uint8):
+    if target.dtype not in _CLASS_INDEX_DTYPES:
         name = _TORCH_DTYPE_NAMES.get(target.dtype.name, target.dtype.name)
         raise RuntimeError(f"expected target dtype to be Long or Byte, but got {name}")
 
@@ -364,8 +367,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = 
     losses = -weights * picked
     total_weight = weights.sum()
     if reduction == "mean":
-        with np.errstate(invalid="ignore"):
-            values = losses.sum() / total_weight
+        values = losses.sum() / total_weight if total_weight != 0 else np.nan  # torch's 0 / 0, without a warning
     else:
         values = _reduce(losses, reduction)
     values = np.asarray(values, dtype=raw.dtype)
