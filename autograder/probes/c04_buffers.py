@@ -107,8 +107,11 @@ def register_buffer_hidden(yours, draw, check):
 @probe("c04_saved_buffers_visible")
 def saved_buffers_visible(yours, draw, check):
     features = draw.int(1, 4)
-    check(f"Names from saved_buffers(nn.BatchNorm1d({features}))",
-          lambda: list(yours.saved_buffers(nn.BatchNorm1d(features))), hint="every persistent buffer (section 4.2)")
+    norm = with_buffers([("running_mean", np.zeros(features, dtype=np.float32), True),
+                         ("running_var", np.ones(features, dtype=np.float32), True),
+                         ("num_batches_tracked", np.array(0, dtype=np.int64), True)])
+    check(f"Names from saved_buffers of a module holding BatchNorm1d({features})'s three buffers",
+          lambda: list(yours.saved_buffers(norm)), hint="every persistent buffer (section 4.2)")
     table, steps, extra = draw.names(3)
     entries = draw.shuffled([(table, np.zeros(3, dtype=np.float32), False), (steps, np.zeros((), dtype=np.int64), True),
                              (extra, np.ones(2), draw.coin())])

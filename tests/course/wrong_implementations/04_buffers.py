@@ -11,7 +11,7 @@ WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id="c04_register_buffer",
         mistake="no-existing-attribute-check",
-        feedback="mentioning 'already exists'",
+        feedback="an existing attribute may not become a buffer",
         edits=[
             ("    elif hasattr(self, name) and name not in self._buffers:\n"
              "        raise KeyError(f\"attribute '{name}' already exists\")\n",
