@@ -1,8 +1,5 @@
-"""Chapter 5's prediction, as the rule a learner states: what the grader compares the learner's function with.
-
-The course's exercises that are not torch mechanisms (predictions, modules written for one exercise) keep their
-answers here, next to the mechanisms they are about; the grading kernel's copy of modulecraft has them removed,
-like every other name the graded chapter asks for (`autograder.answer_key`)."""
+"""Chapter 5's exercise that is not a torch mechanism, its prediction stated as a rule: what the grader compares
+the learner's function with. The grading kernel's copy of modulecraft has it removed (`autograder.answer_key`)."""
 from __future__ import annotations
 
 
