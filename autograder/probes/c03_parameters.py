@@ -157,7 +157,7 @@ def scenario(names):
     module = nn.Module()
     module._parameters[weight] = nn.Parameter(np.ones(2, dtype=np.float32))
     vars(module)[note] = "a plain attribute"
-    module._modules[child] = nn.Linear(2, 2)
+    module._modules[child] = nn.ReLU()
     return module
 
 

@@ -199,7 +199,7 @@ class Parameter(c03_parameters.Parameter):
     dict(
         grade_id="c03_parameter",
         mistake="subclasses-nn-parameter",
-        feedback="arithmetic results must be plain np.ndarray",
+        feedback="through __array_finalize__",
         source='''
 class Parameter(nn.Parameter):
     pass
