@@ -1,0 +1,398 @@
+"""The autograd chapter's tests: recording, the engine's dependency counts, AccumulateGrad, backward formulas.
+
+Named `cag_` for now: chapter 10 is still `10_gradients` (its ids are `c10_*`); the renumbering renames these.
+Fixtures never go through the learner's recording: nodes are made by hand (`Node`, the op's node class) with the
+values their backward reads, so that a slip in one exercise costs points on that exercise only (the formulas of
+`addmm_backward`, which calls `unbroadcast` and `mm_gradients`, are the one exception: `BUILDS_ON`).
+"""
+import numpy as np
+
+from modulecraft import no_grad
+from modulecraft.autograd import engine
+from modulecraft.autograd.graph import _FREED, AccumulateGrad, Node
+from modulecraft.autograd.ops.reductions import MeanBackward0, MeanBackward1, SumBackward0, SumBackward1
+from modulecraft.autograd.tensor import Tensor, result
+from modulecraft.nn.functional import AddmmBackward0, LogSoftmaxBackward0, ReluBackward0, _log_softmax_values
+
+from . import Reference, probe
+
+YOURS = {
+    "_recording": "modulecraft.nn.functional:_recording",
+    "edges": "modulecraft.autograd.tensor:edges",
+    "_dependencies": "modulecraft.autograd.engine:_dependencies",
+    "accumulate_grad": "modulecraft.autograd.graph:AccumulateGrad.backward",
+    "unbroadcast": "modulecraft.autograd.ops.elementwise:unbroadcast",
+    "mm_gradients": "modulecraft.autograd.ops.linalg:mm_gradients",
+    "relu_backward": "modulecraft.nn.functional:ReluBackward0.backward",
+    "sum_backward": "modulecraft.autograd.ops.reductions:SumBackward0.backward",
+    "mean_backward": "modulecraft.autograd.ops.reductions:MeanBackward0.backward",
+    "log_softmax_backward": "modulecraft.nn.functional:LogSoftmaxBackward0.backward",
+    "addmm_backward": "modulecraft.nn.functional:AddmmBackward0.backward",
+}
+
+# linear's backward sums the bias gradient with the learner's `unbroadcast` and multiplies with their `mm_gradients`.
+BUILDS_ON = {"cag_fix_addmm": ["cag_matmul_broadcast"]}
+
+ORDER_NAMES = ("SumBackward0", "AddBackward0", "ExpBackward0", "MulBackward0", "AccumulateGrad(a)",
+               "AccumulateGrad(b)")
+
+
+# -- fixtures ---------------------------------------------------------------------------------------------------
+def leaf(draw, *shape, requires_grad=True):
+    return Tensor(draw.array(*shape), requires_grad=requires_grad)
+
+
+class Made(Node):
+    """A hand-made node (instances take attributes, such as how many outputs it has)."""
+
+
+def produced(draw, *shape, output_nr=0):
+    """A tensor recorded as output `output_nr` of a hand-made node (not through any recording code)."""
+    node = Made(())
+    node.num_outputs = output_nr + 1
+    return result(draw.array(*shape), node, output_nr=output_nr)
+
+
+def edge_kinds(edges_of, inputs):
+    """Each edge as plain data: which node it points at (the input's grad_fn, its own accumulator...) and output_nr."""
+    def kind(x, edge):
+        if not (isinstance(edge, tuple) and len(edge) == 2):
+            return ["not a pair", type(edge).__name__]
+        node, output_nr = edge
+        if node is None:
+            return [None, output_nr]
+        if isinstance(x, Tensor) and node is x._grad_fn:
+            return ["the input's grad_fn", output_nr]
+        if isinstance(node, AccumulateGrad):
+            return ["AccumulateGrad of " + ("this input" if node.variable is x else "another tensor"), output_nr]
+        return [type(node).__name__, output_nr]
+    found = edges_of(tuple(inputs))
+    return [type(found).__name__, [kind(x, edge) for x, edge in zip(inputs, found)], len(found)]
+
+
+class Step(Node):
+    """A node of a hand-made graph: records the gradient it receives, sends `factor * grad` along each edge."""
+
+    def __init__(self, label, next_functions, factors, log):
+        super().__init__(next_functions)
+        self.label, self.factors, self.log = label, factors, log
+
+    def backward(self, grad):
+        self.log.append([self.label, float(grad)])
+        return tuple(grad * factor for factor in self.factors)
+
+
+def random_graph(draw, log=None):
+    """Nodes created leaves first (as a forward pass does), each with edges to earlier ones (repeats included: a
+    tensor used twice) and sometimes a `(None, 0)` edge; returns the nodes, the last one being the root."""
+    log = [] if log is None else log
+    nodes = []
+    for index in range(draw.int(5, 8)):
+        label = f"n{index}"
+        edges_, factors = [], []
+        if index:
+            for _ in range(draw.int(1, 3)):
+                if draw.int(0, 5) == 0:
+                    edges_.append((None, 0))
+                else:
+                    edges_.append((nodes[draw.int(max(0, index - 3), index - 1)], 0))
+                factors.append(float(draw.int(1, 5)))
+        nodes.append(Step(label, tuple(edges_), factors, log))
+    return nodes, log
+
+
+def counts(dependencies_of, roots, nodes):
+    labels = {id(node): node.label for node in nodes}
+    found = dependencies_of(list(roots))
+    return sorted([labels.get(id(node), "not a node of the graph"), count] for node, count in dict(found).items())
+
+
+def engine_walk(yours, roots, root_grads):
+    """The reference engine, walking with the learner's dependency counts (while grading it has no others)."""
+    saved = engine._dependencies
+    engine._dependencies = yours._dependencies
+    try:
+        engine.run_backward([(root, 0) for root in roots], [np.array(g) for g in root_grads], False)
+    finally:
+        engine._dependencies = saved
+
+
+def node_of(node_class, saved, **attributes):
+    node = node_class(((Node(()), 0),))
+    node._saved = saved
+    for name, value in attributes.items():
+        setattr(node, name, value)
+    return node
+
+
+def arrays(values):
+    """A formula's result as plain data: the type of the container, each gradient as an array or None."""
+    if not isinstance(values, tuple):
+        return ["not a tuple", type(values).__name__]
+    return ["tuple", [None if v is None else np.asarray(v, dtype=np.float64) for v in values]]
+
+
+# -- exercise 1: recording ---------------------------------------------------------------------------------------
+@probe("cag_recording_visible")
+def recording_visible(yours, draw, check):
+    shape = (draw.int(1, 4), draw.int(1, 4))
+    inputs = [leaf(draw, *shape), produced(draw, *shape, output_nr=draw.int(0, 2)),
+              leaf(draw, *shape, requires_grad=False), float(draw.int(1, 9))]
+    inputs = draw.shuffled(inputs)
+    check("edges(inputs) for a leaf that requires grad, a recorded tensor, a plain tensor and a number (shuffled)",
+          lambda: edge_kinds(yours.edges, inputs),
+          hint="see 10.1: one pair per input, in order: (grad_fn, output_nr) for a recorded tensor, "
+               "(weak_accumulator(x), 0) for a leaf that requires grad, (None, 0) otherwise.")
+    flags = [draw.coin() for _ in range(3)]
+    values = [leaf(draw, 2, requires_grad=flag) for flag in flags] + [draw.array(2)]
+    check("_recording(*values) with grad mode on, for tensors that do or do not require grad",
+          lambda: [yours._recording(*values), yours._recording(*values[:1]), yours._recording(values[-1])],
+          hint="see 10.1: True when grad mode is on and at least one value is a Tensor that requires grad.")
+
+
+@probe("cag_recording_hidden")
+def recording_hidden(yours, draw, check):
+    a, b = leaf(draw, draw.int(1, 5)), leaf(draw, draw.int(1, 5))
+    pick = draw.coin()
+    check("edges() twice on the same leaf gives the same AccumulateGrad node; another leaf gets another one",
+          lambda: [yours.edges((a,))[0][0] is yours.edges((a,))[0][0],
+                   yours.edges((a,))[0][0] is yours.edges(((b if pick else a),))[0][0]],
+          hint="see 10.1: a leaf has one AccumulateGrad for as long as a graph holds it: weak_accumulator(x).")
+    values = [leaf(draw, 2, requires_grad=draw.coin()) for _ in range(draw.int(1, 3))]
+
+    def under_no_grad():
+        with no_grad():
+            return yours._recording(*values)
+    check("_recording(*values) under no_grad(), and with grad mode on, for the same values",
+          lambda: [under_no_grad(), yours._recording(*values)],
+          hint="see 10.1: nothing is recorded while grad mode is off, whatever requires grad.")
+    check("edges of no inputs, and of inputs none of which requires grad",
+          lambda: [edge_kinds(yours.edges, []), edge_kinds(yours.edges, [draw.array(2), 3, None])],
+          hint="see 10.1: an input that is not a Tensor requiring grad gets the edge (None, 0).")
+    check("the output_nr of an edge to the second output of a node",
+          lambda: edge_kinds(yours.edges, [produced(draw, 2, output_nr=draw.int(1, 3))]),
+          hint="see 10.1: the second number of the pair is the tensor's _output_nr.")
+
+
+# -- exercise 2: the engine (dependency counts here, AccumulateGrad below) ---------------------------------------
+def dependencies_visible(yours, draw, check):
+    nodes, _ = random_graph(draw)
+    check("_dependencies([root]) on a random graph: how many edges point at each node (node labels, counts)",
+          lambda: counts(yours._dependencies, [nodes[-1]], nodes),
+          hint="see 10.2: visit each node once; count every edge (a node used twice counts twice); the roots "
+               "themselves are not counted; skip (None, 0) edges.")
+
+
+def dependencies_hidden(yours, draw, check):
+    nodes, log = random_graph(draw)
+    extra = draw.int(0, len(nodes) - 2)
+    check("_dependencies with two roots (the second also reachable from the first)",
+          lambda: counts(yours._dependencies, [nodes[-1], nodes[extra]], nodes),
+          hint="see 10.2: a root reached from another root has a count too.")
+    seed = float(draw.int(1, 4))
+    check("the order in which the engine runs the nodes, and the gradient each receives (summed over its edges)",
+          lambda: (engine_walk(yours, [nodes[-1]], [seed]), [list(entry) for entry in log])[1],
+          hint="see 10.2: a node may run only once every edge into it has delivered its gradient: a count too "
+               "small runs it early (with part of its sum), a missing node never runs.", close=True)
+
+
+@probe("cag_engine_visible")
+def engine_visible(yours, draw, check):
+    dependencies_visible(yours, draw, check)
+    accumulate_grad_visible(yours, draw, check)
+
+
+@probe("cag_engine_hidden")
+def engine_hidden(yours, draw, check):
+    dependencies_hidden(yours, draw, check)
+    accumulate_grad_hidden(yours, draw, check)
+
+
+# -- exercise 3: predict the order (0 points: its form only) ------------------------------------------------------
+def prediction_form(yours):
+    predicted = list(ORDER_NAMES) if isinstance(yours, Reference) else yours.predicted_order
+    return [type(predicted).__name__,
+            all(isinstance(name, str) and name in ORDER_NAMES for name in predicted) if isinstance(
+                predicted, list) else False]
+
+
+@probe("cag_predict_order_visible")
+def predict_order_visible(yours, draw, check):
+    check("your prediction predicted_order is a list of the node names above (the cell under the tests shows the "
+          "order)", lambda: prediction_form(yours),
+          hint="assign a list of strings such as 'ExpBackward0' or 'AccumulateGrad(a)' to predicted_order.")
+
+
+@probe("cag_predict_order_hidden")
+def predict_order_hidden(yours, draw, check):
+    check("predicted_order is a list of node names", lambda: prediction_form(yours),
+          hint="assign a list of strings such as 'ExpBackward0' or 'AccumulateGrad(a)' to predicted_order.")
+
+
+# -- (exercise 2) AccumulateGrad -------------------------------------------------------------------------------------
+def accumulate_grad_visible(yours, draw, check):
+    shape = (draw.int(1, 4), draw.int(1, 4))
+    x = leaf(draw, *shape)
+    node = AccumulateGrad(x)
+    first, second = draw.array(*shape), draw.array(*shape)
+
+    def first_gradient():
+        also_held = [first]  # someone else holds the gradient (a hook, another node): .grad must be a copy
+        returned = yours.accumulate_grad(node, first)
+        also_held[0][...] = 100
+        return [returned, None if x.grad is None else np.array(x.grad)]
+    check("accumulate_grad(node, grad) into a leaf without .grad: what it returns, then .grad after the caller "
+          "changed its array", first_gradient, close=True,
+          hint="see 10.3: the first gradient becomes .grad as a copy with the leaf's dtype (someone else may hold "
+               "and change the array); return ().")
+    check(".grad after a second gradient, and whether it is still the same array",
+          lambda: (lambda before: (yours.accumulate_grad(node, second),
+                                   [np.array(x.grad), x.grad is before]))(x.grad)[1], close=True,
+          hint="see 10.3: later gradients are added into .grad in place (np.add(..., out=...)), they never "
+               "replace it.")
+
+
+def accumulate_grad_hidden(yours, draw, check):
+    n = draw.int(2, 5)
+    x = leaf(draw, n)
+    node = AccumulateGrad(x)
+    grad = draw.array(n, dtype=np.float64)
+    check("a float64 gradient for a float32 leaf: .grad's dtype and values",
+          lambda: (yours.accumulate_grad(node, grad), [str(x.grad.dtype), np.array(x.grad, dtype=np.float64)])[1],
+          close=True, hint="see 10.3: .grad has the leaf's dtype and shape (copy into an array like the leaf's).")
+    y = leaf(draw, n + 1)
+    check("a gradient of the wrong shape",
+          lambda: (yours.accumulate_grad(AccumulateGrad(y), draw.array(n)), "no error")[1],
+          phrase="invalid gradient",
+          hint="see 10.3: raise torch's RuntimeError 'Function AccumulateGrad returned an invalid gradient at "
+               "index 0 - got [...] but expected shape compatible with [...]'.")
+
+
+# -- exercise 4: matmul and broadcasting -----------------------------------------------------------------------------
+def broadcast_case(draw, leading):
+    shape = tuple(draw.choice((1, draw.int(2, 4))) for _ in range(draw.int(1, 2)))
+    stretched = tuple(draw.int(2, 4) if size == 1 and draw.coin() else size for size in shape)
+    out = tuple(draw.int(1, 3) for _ in range(leading)) + stretched
+    return shape, draw.array(*out)
+
+
+@probe("cag_matmul_broadcast_visible")
+def matmul_broadcast_visible(yours, draw, check):
+    shape, grad = broadcast_case(draw, draw.int(1, 2))
+    check(f"unbroadcast(grad, shape) for a gradient of shape {grad.shape} and an input of shape {shape}",
+          lambda: np.asarray(yours.unbroadcast(grad, shape)), close=True,
+          hint="see 10.4: sum over the leading axes broadcasting added, then (keepdims) over each axis of size "
+               "1 in the input that was stretched.")
+    n, k, m = draw.int(1, 4), draw.int(1, 4), draw.int(1, 4)
+    a, b, g = draw.array(n, k), draw.array(k, m), draw.array(n, m)
+    check("mm_gradients(grad, a, b, True, True) for 2-D a and b",
+          lambda: arrays(tuple(yours.mm_gradients(g, a, b, True, True))), close=True,
+          hint="see 10.4: grad_a = grad @ b.T, grad_b = a.T @ grad.")
+
+
+@probe("cag_matmul_broadcast_hidden")
+def matmul_broadcast_hidden(yours, draw, check):
+    shape, grad = broadcast_case(draw, 0)
+    check(f"unbroadcast for a gradient of shape {grad.shape} and an input of shape {shape} (no leading axes)",
+          lambda: np.asarray(yours.unbroadcast(grad, shape)), close=True,
+          hint="see 10.4: an axis of size 1 that was stretched is summed with keepdims=True.")
+    same = draw.array(draw.int(1, 3), draw.int(1, 3))
+    check("unbroadcast for a gradient that already has the input's shape",
+          lambda: np.asarray(yours.unbroadcast(same, same.shape)), close=True,
+          hint="see 10.4: nothing to sum: return the gradient as it is.")
+    n, k, m = draw.int(1, 4), draw.int(1, 4), draw.int(1, 4)
+    a, b, g = draw.array(k, n).T, draw.array(k, m), draw.array(n, m)
+    first = draw.coin()
+    check("mm_gradients with only one operand needing a gradient (the other gets None), a column-major a",
+          lambda: arrays(tuple(yours.mm_gradients(g, a, b, first, not first))), close=True,
+          hint="see 10.4: the flags say which gradients to compute; None for the other.")
+
+
+# -- exercise 5: ReLU, sum, mean, log-softmax -------------------------------------------------------------------------
+def reduction_node(node_class, shape, axes, keepdims):
+    return node_of(node_class, None, shape=shape, axes=axes, keepdims=keepdims)
+
+
+def reduced_shape(shape, axes, keepdims):
+    if axes is None:
+        return () if not keepdims else (1,) * len(shape)
+    return tuple(1 if i in axes else s for i, s in enumerate(shape) if keepdims or i not in axes)
+
+
+@probe("cag_formulas_visible")
+def formulas_visible(yours, draw, check):
+    shape = (draw.int(1, 4), draw.int(2, 5))
+    out = np.maximum(draw.array(*shape), 0)
+    grad = draw.array(*shape)
+    check("relu_backward(node, grad): the gradient passes where the output is positive",
+          lambda: arrays(yours.relu_backward(node_of(ReluBackward0, (out,)), grad)), close=True,
+          hint="see 10.5: grad * (out > 0), with out = self.saved_values()[0] (the output ReLU saved).")
+    axis = draw.int(0, 1)
+    reduced = draw.array(*reduced_shape(shape, (axis,), False))
+    check(f"sum_backward and mean_backward for a reduction over axis {axis} of a {shape} input",
+          lambda: [arrays(yours.sum_backward(reduction_node(SumBackward1, shape, (axis,), False), reduced)),
+                   arrays(yours.mean_backward(reduction_node(MeanBackward1, shape, (axis,), False), reduced))],
+          close=True, hint="see 10.5: put the reduced axes back (np.expand_dims), spread the gradient over the "
+                           "input's shape (np.broadcast_to); a mean also divides by the number of values averaged.")
+    logits = draw.array(*shape)
+    log_p = _log_softmax_values(logits, 1)
+    check("log_softmax_backward(node, grad) over axis 1",
+          lambda: arrays(yours.log_softmax_backward(node_of(LogSoftmaxBackward0, (log_p,), axis=1), grad)),
+          close=True, hint="see 10.5: grad - softmax * grad.sum(axis, keepdims=True), softmax = exp(saved output).")
+
+
+@probe("cag_formulas_hidden")
+def formulas_hidden(yours, draw, check):
+    shape = (draw.int(1, 3), draw.int(1, 3), draw.int(2, 3))
+    keepdims = draw.coin()
+    for node_class, name in ((SumBackward0, "sum"), (MeanBackward0, "mean")):
+        grad = draw.array(*reduced_shape(shape, None, keepdims))
+        method = getattr(yours, f"{name}_backward")
+        check(f"{name}_backward for a full reduction of a {shape} input (keepdims={keepdims})",
+              lambda: arrays(method(reduction_node(node_class, shape, None, keepdims), grad)), close=True,
+              hint="see 10.5: axes None means every axis was reduced.")
+    axes = tuple(sorted(draw.sample(range(3), 2)))
+    grad = draw.array(*reduced_shape(shape, axes, True))
+    check(f"mean_backward over axes {axes} with keepdims=True",
+          lambda: arrays(yours.mean_backward(reduction_node(MeanBackward1, shape, axes, True), grad)), close=True,
+          hint="see 10.5: with keepdims the reduced axes are still there (size 1); divide by the product of "
+               "their sizes.")
+    rows = draw.array(draw.int(2, 4), draw.int(2, 4))
+    log_p, grad = _log_softmax_values(rows, 0), draw.array(*rows.shape)
+    check("log_softmax_backward over axis 0",
+          lambda: arrays(yours.log_softmax_backward(node_of(LogSoftmaxBackward0, (log_p,), axis=0), grad)),
+          close=True, hint="see 10.5: the sum runs along self.axis.")
+    check("relu_backward on a node whose saved values were freed by a first backward",
+          lambda: arrays(yours.relu_backward(node_of(ReluBackward0, _FREED), draw.array(2))),
+          phrase="backward through the graph a second time",
+          hint="see 10.3: read the output with self.saved_values(), which raises torch's error once freed.")
+
+
+# -- exercise 6: find the bug in linear's backward ----------------------------------------------------------------------
+def addmm_node(draw, bias, needs_input):
+    n, k, m = draw.int(2, 4), draw.int(1, 4), draw.int(1, 4)
+    x, weight, grad = draw.array(n, k), draw.array(m, k), draw.array(n, m)
+    node = AddmmBackward0(((Node(()) if bias else None, 0), (Node(()) if needs_input else None, 0), (Node(()), 0)))
+    node.bias_shape = (m,)
+    node._saved = (x, weight.T)
+    return node, grad
+
+
+@probe("cag_fix_addmm_visible")
+def fix_addmm_visible(yours, draw, check):
+    node, grad = addmm_node(draw, True, True)
+    check("addmm_backward(node, grad) for linear with a bias: the gradients of bias, input and weight.T",
+          lambda: arrays(yours.addmm_backward(node, grad)), close=True,
+          hint="see 10.6: the bias was broadcast over the batch: its gradient is summed back to bias_shape.")
+
+
+@probe("cag_fix_addmm_hidden")
+def fix_addmm_hidden(yours, draw, check):
+    node, grad = addmm_node(draw, draw.coin(), False)
+    check("addmm_backward when the input needs no gradient (and the bias may not either)",
+          lambda: arrays(yours.addmm_backward(node, grad)), close=True,
+          hint="see 10.6: None for each edge that is (None, 0).")
+    node, grad = addmm_node(draw, True, draw.coin())
+    check("the shape of the bias gradient for a drawn batch size",
+          lambda: [list(np.shape(g)) if g is not None else None for g in yours.addmm_backward(node, grad)],
+          hint="see 10.6: each gradient has the shape of its input (bias: bias_shape).")
