@@ -84,20 +84,24 @@ class Step(Node):
 
 def random_graph(draw, log=None):
     """Nodes created leaves first (as a forward pass does), each with edges to earlier ones (repeats included: a
-    tensor used twice) and sometimes a `(None, 0)` edge; returns the nodes, the last one being the root."""
+    tensor used twice) and sometimes a `(None, 0)` edge; returns the nodes, the last one being the root.
+
+    Always, the root points at the two nodes before it and the first of those at the second: a node reached along
+    two paths, with edges of its own."""
     log = [] if log is None else log
     nodes = []
-    for index in range(draw.int(5, 8)):
-        label = f"n{index}"
-        edges_, factors = [], []
-        if index:
-            for _ in range(draw.int(1, 3)):
-                if draw.int(0, 5) == 0:
-                    edges_.append((None, 0))
-                else:
-                    edges_.append((nodes[draw.int(max(0, index - 3), index - 1)], 0))
-                factors.append(float(draw.int(1, 5)))
-        nodes.append(Step(label, tuple(edges_), factors, log))
+    count = draw.int(5, 8)
+    for index in range(count):
+        targets = [draw.int(max(0, index - 3), index - 1) for _ in range(draw.int(1, 3))] if index else []
+        if index == count - 1:
+            targets = [index - 1, index - 2] + targets
+        elif index == count - 2:
+            targets = [index - 1] + targets
+        edges_ = [(nodes[target], 0) for target in targets]
+        if index and draw.int(0, 3) == 0:
+            edges_.insert(draw.int(0, len(edges_)), (None, 0))
+        factors = [float(draw.int(1, 5)) for _ in edges_]
+        nodes.append(Step(f"n{index}", tuple(edges_), factors, log))
     return nodes, log
 
 
@@ -270,8 +274,9 @@ def accumulate_grad_hidden(yours, draw, check):
 
 # -- exercise 4: matmul and broadcasting -----------------------------------------------------------------------------
 def broadcast_case(draw, leading):
-    shape = tuple(draw.choice((1, draw.int(2, 4))) for _ in range(draw.int(1, 2)))
-    stretched = tuple(draw.int(2, 4) if size == 1 and draw.coin() else size for size in shape)
+    """An input shape whose first axis (size 1) was stretched, maybe a second axis too, plus `leading` new axes."""
+    shape = (1,) + ((draw.choice((1, draw.int(2, 4))),) if draw.coin() else ())
+    stretched = (draw.int(2, 4),) + tuple(draw.int(2, 4) if size == 1 and draw.coin() else size for size in shape[1:])
     out = tuple(draw.int(1, 3) for _ in range(leading)) + stretched
     return shape, draw.array(*out)
 
@@ -321,8 +326,9 @@ def reduced_shape(shape, axes, keepdims):
 
 @probe("cag_formulas_visible")
 def formulas_visible(yours, draw, check):
-    shape = (draw.int(1, 4), draw.int(2, 5))
+    shape = (draw.int(2, 4), draw.int(2, 5))
     out = np.maximum(draw.array(*shape), 0)
+    out.flat[draw.int(0, out.size - 1)] = 0  # at least one zero output: no gradient passes there
     grad = draw.array(*shape)
     check("relu_backward(node, grad): the gradient passes where the output is positive",
           lambda: arrays(yours.relu_backward(node_of(ReluBackward0, (out,)), grad)), close=True,
