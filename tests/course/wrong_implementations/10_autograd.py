@@ -24,7 +24,7 @@ WRONG_IMPLEMENTATIONS = [
         grade_id="cag_recording",
         mistake="edges-as-list",
         feedback="edges(inputs)",
-        edits=[("    return tuple(found)\n", "    return found\n")],
+        edits=[("    return tuple(found)", "    return found")],
     ),
     dict(
         grade_id="cag_recording",
