@@ -162,7 +162,7 @@ def recording_hidden(yours, draw, check):
           lambda: [yours.edges((a,))[0][0] is yours.edges((a,))[0][0],
                    yours.edges((a,))[0][0] is yours.edges(((b if pick else a),))[0][0]],
           hint="see 10.1: a leaf has one AccumulateGrad for as long as a graph holds it: weak_accumulator(x).")
-    values = [leaf(draw, 2, requires_grad=draw.coin()) for _ in range(draw.int(1, 3))]
+    values = draw.shuffled([leaf(draw, 2)] + [leaf(draw, 2, requires_grad=draw.coin()) for _ in range(draw.int(0, 2))])
 
     def under_no_grad():
         with no_grad():
@@ -288,7 +288,7 @@ def matmul_broadcast_visible(yours, draw, check):
           lambda: np.asarray(yours.unbroadcast(grad, shape)), close=True,
           hint="see 10.4: sum over the leading axes broadcasting added, then (keepdims) over each axis of size "
                "1 in the input that was stretched.")
-    n, k, m = draw.int(1, 4), draw.int(1, 4), draw.int(1, 4)
+    n, k, m = draw.sample(range(1, 6), 3)  # three different sizes: a transpose too many or too few shows
     a, b, g = draw.array(n, k), draw.array(k, m), draw.array(n, m)
     check("mm_gradients(grad, a, b, True, True) for 2-D a and b",
           lambda: arrays(tuple(yours.mm_gradients(g, a, b, True, True))), close=True,
@@ -310,7 +310,8 @@ def matmul_broadcast_hidden(yours, draw, check):
     first = draw.coin()
     check("mm_gradients with only one operand needing a gradient (the other gets None), a column-major a",
           lambda: arrays(tuple(yours.mm_gradients(g, a, b, first, not first))), close=True,
-          hint="see 10.4: the flags say which gradients to compute; None for the other.")
+          hint="see 10.4: the flags say which gradients to compute (grad_a = grad @ b.T, grad_b = a.T @ grad); "
+               "None for the other.")
 
 
 # -- exercise 5: ReLU, sum, mean, log-softmax -------------------------------------------------------------------------
