@@ -22,7 +22,6 @@ YOURS = {
 # call_impl: the exercises that build or call modules lose points when those are wrong.
 BUILDS_ON = {
     "c01_call_impl": ["c01_module_init"],
-    "c01_predict_hooks": ["c01_module_init", "c01_call_impl"],
     "c01_fixed_pipeline": ["c01_module_init", "c01_call_impl"],
 }
 
@@ -153,14 +152,23 @@ def calling_class(yours, forward):
 def call_impl_visible(yours, draw, check):
     scale, x, shift, added = draw.int(2, 5), draw.int(1, 9), draw.int(1, 9), draw.int(10, 50)
     Affine = calling_class(yours, lambda self, x, shift=0: scale * x + shift)
-    affine = Affine()
+
+    def affine(*hooks):
+        """An Affine with a pre-hook (first of `hooks`) and a forward hook (second), each one optional."""
+        module = Affine()
+        if hooks:
+            module.register_forward_pre_hook(hooks[0])
+        if hooks[1:]:
+            module.register_forward_hook(hooks[1])
+        return module
+    pre_hook = lambda module, args: args[0] + added  # noqa: E731 - returns a single value, not a tuple
     check(f"Affine()({x}, shift={shift}) with no hook, forward = {scale} * x + shift",
-          lambda: affine(x, shift=shift), hint="without hooks, return self.forward(*args, **kwargs) (section 1.4, step 2)")
-    affine.register_forward_pre_hook(lambda module, args: args[0] + added)  # a single value, not a tuple
-    check(f"A pre-hook returning a single value ({x} -> {x + added})", lambda: affine(x),
+          lambda: affine()(x, shift=shift),
+          hint="without hooks, return self.forward(*args, **kwargs) (section 1.4, step 2)")
+    check(f"A pre-hook returning a single value ({x} -> {x + added})", lambda: affine(pre_hook)(x),
           hint="a pre-hook result that is not a tuple is wrapped as (result,) and replaces args (step 3)")
-    affine.register_forward_hook(lambda module, args, result: -result)
-    check("A forward hook negating the result", lambda: affine(x),
+    check("The same pre-hook, and a forward hook negating the result",
+          lambda: affine(pre_hook, lambda module, args, result: -result)(x),
           hint="a forward hook result that is not None replaces the result (step 5)")
 
 
@@ -172,13 +180,14 @@ def call_impl_hidden(yours, draw, check):
     def forward(self, x):
         order.append(f"forward({x})")
         return x * factor
-    traced = calling_class(yours, forward)()
-    traced.register_forward_pre_hook(lambda m, args: order.append(f"local pre 1({args[0]})") or (args[0] + step,))
-    traced.register_forward_pre_hook(lambda m, args: order.append(f"local pre 2({args[0]})"))
-    traced.register_forward_hook(lambda m, args, result: order.append(f"local post 1({result})") or result + bonus)
-    traced.register_forward_hook(lambda m, args, result: order.append(f"local post 2({result})"))
+    Traced = calling_class(yours, forward)
 
     def call_with_global_hooks():
+        traced = Traced()
+        traced.register_forward_pre_hook(lambda m, args: order.append(f"local pre 1({args[0]})") or (args[0] + step,))
+        traced.register_forward_pre_hook(lambda m, args: order.append(f"local pre 2({args[0]})"))
+        traced.register_forward_hook(lambda m, args, result: order.append(f"local post 1({result})") or result + bonus)
+        traced.register_forward_hook(lambda m, args, result: order.append(f"local post 2({result})"))
         handles = [
             module_impl.register_module_forward_pre_hook(lambda m, args: order.append(f"global pre({args[0]})")),
             module_impl.register_module_forward_hook(lambda m, args, result: order.append(f"global post({result})")),
@@ -199,18 +208,26 @@ def call_impl_hidden(yours, draw, check):
                "and 5)")
 
     value, extra = draw.int(1, 99), draw.name()
-    plain = calling_class(yours, lambda self, x: ("class forward", x))()
-    plain.forward = lambda x: ("instance forward", x)
-    check(f"Calling a module whose instance has its own forward, on {value}", lambda: plain(value),
+    Plain = calling_class(yours, lambda self, x: ("class forward", x))
+
+    def instance_forward():
+        plain = Plain()
+        plain.forward = lambda x: ("instance forward", x)
+        return plain(value)
+    check(f"Calling a module whose instance has its own forward, on {value}", instance_forward,
           hint="an instance attribute model.forward was ignored: look up self.forward at call time (section 1.4, "
                "step 1)")
     seen = []
-    plain.register_forward_pre_hook(lambda m, args: (args[0], extra))
-    plain.register_forward_pre_hook(lambda m, args: None)
-    plain.register_forward_hook(lambda m, args, result: seen.append(args))
-    plain.forward = lambda a, b: [a, b]
+
+    def tuple_then_none():
+        plain = Plain()
+        plain.register_forward_pre_hook(lambda m, args: (args[0], extra))
+        plain.register_forward_pre_hook(lambda m, args: None)
+        plain.register_forward_hook(lambda m, args, result: seen.append(args))
+        plain.forward = lambda a, b: [a, b]
+        return plain(value)
     check(f"A pre-hook returning the tuple (x, {extra!r}), then one returning None: what forward returned",
-          lambda: plain(value), hint="a pre-hook returning None must leave args unchanged (section 1.4, step 3)")
+          tuple_then_none, hint="a pre-hook returning None must leave args unchanged (section 1.4, step 3)")
     check("The args the forward hook received", lambda: list(seen),
           hint="forward hooks receive the args given to forward (section 1.4, step 5)")
 
@@ -320,5 +337,5 @@ def fixed_pipeline_hidden(yours, draw, check):
           hint="a pre-hook on head that replaced its input was ignored: call self.head(...) so its hooks run "
                "(section 1.4)")
     check("The hooks of encoder and head that ran, in order", lambda: list(ran),
-          hint="call self.encoder(...) and self.head(...), not .forward(...): forward applies encoder, then head, "
-               "and each call runs that child's hooks (section 1.4)")
+          hint="call self.encoder(...) and self.head(...), not self.encoder.forward(...) or self.head.forward(...): "
+               "calling a child runs its hooks, calling its forward skips them (section 1.4)")

@@ -23,11 +23,10 @@ YOURS = {
 }
 
 # While grading, register_parameter, register_buffer and add_module ask `hasattr(self, name)`, which ends in the
-# learner's module_getattr; the prediction's scenario assigns through the learner's module_setattr.
+# learner's module_getattr.
 BUILDS_ON = {
     "c02_module_setattr": ["c02_module_getattr"],
     "c02_add_module": ["c02_module_getattr"],
-    "c02_predict_filing": ["c02_module_setattr", "c02_module_getattr"],
 }
 
 CONTAINERS = ("__dict__", "_parameters", "_modules", "_buffers", "_non_persistent_buffers_set")
@@ -295,7 +294,8 @@ def add_module_visible(yours, draw, check):
           phrase=f'contain ".", got: {dotted}', hint="a dot would break prefixes such as a.b.weight (section 2.6)")
     check("adding.add_module('forward', nn.Identity())", lambda: adding.add_module("forward", nn.Identity()),
           phrase="attribute 'forward' already exists",
-          hint="a child called forward would be hidden by the method (section 2.6)")
+          hint="refuse a name where hasattr(self, name) and name not in self._modules: a child called forward "
+               "would be hidden by the method (section 2.6)")
 
 
 @probe("c02_add_module_hidden")
