@@ -209,7 +209,8 @@ def module_delattr_visible(yours, draw, check):
     state["_parameters"][weight] = parameter(draw)
     state[note] = draw.name()
     for name in draw.shuffled([fc, weight, note]):
-        check(f"Where {name!r} lives after del model.{name}", lambda: (delattr(model, name), where(model, name))[1],
+        check(f"Where {fc!r}, {weight!r} and {note!r} live after del model.{name}",
+              lambda: (delattr(model, name), [where(model, each) for each in (fc, weight, note)])[1],
               hint="delete from the container that holds the name, and fall back to object.__delattr__ for a "
                    "plain attribute (section 2.5)")
 
@@ -307,7 +308,8 @@ def add_module_hidden(yours, draw, check):
             (f"{left}.{right}", text), (number, text), (number, nn.Identity()), ("training", None),
             ("", nn.Identity())]):
         shown = "nn.Identity()" if value is not None and not isinstance(value, str) else repr(value)
-        check(f"add_module({name!r}, {shown}): the error (type, message)", lambda: error_of(lambda: a.add_module(name, value)),
+        check(f"add_module({name!r}, {shown}): the error (type, message)",
+              lambda: error_of(lambda: a.add_module(name, value)),
               hint="the checks of section 2.6 run in that order, with those messages: the module's type first")
     child, hooked = draw.name(), draw.name()
     first, second = nn.Identity(), nn.Identity()
