@@ -1,4 +1,4 @@
-"""Rendering a graphviz drawing for JupyterLab, and a clear error when Graphviz's ``dot`` is missing."""
+"""Rendering a graphviz drawing for JupyterLab; where Graphviz's ``dot`` is missing, a text rendering instead."""
 
 from __future__ import annotations
 
@@ -12,16 +12,22 @@ import subprocess
 import sys
 import threading
 
+from html import escape
+
 import graphviz
 
-INSTALL_HINT = (
-    "modulecraft.viz draws with Graphviz's `dot` program, which is not on PATH. Install Graphviz, then restart "
-    "the kernel:\n"
+from . import text
+
+HOW_TO_INSTALL = (
     "  Debian/Ubuntu:  sudo apt-get install graphviz\n"
     "  conda:          conda install -c conda-forge graphviz\n"
     "  macOS:          brew install graphviz\n"
     "(`pip install graphviz` installs only the Python bindings, not `dot`.)"
 )
+INSTALL_HINT = ("modulecraft.viz draws with Graphviz's `dot` program, which is not on PATH. Install Graphviz, then "
+                "restart the kernel:\n" + HOW_TO_INSTALL)
+TEXT_NOTICE = ("Graphviz's `dot` program is not on PATH, so drawings are shown as text. To see them drawn, install "
+               "Graphviz and restart the kernel:\n" + HOW_TO_INSTALL)
 
 
 class DotNotFoundError(RuntimeError):
@@ -32,6 +38,39 @@ def require_dot() -> None:
     """Fail early, with install instructions, when ``dot`` cannot be found."""
     if shutil.which("dot") is None:
         raise DotNotFoundError(INSTALL_HINT)
+
+
+_notice_given = False
+
+
+def text_bundle(graph) -> dict[str, str]:
+    """Any graphviz graph as text, for a machine without ``dot``: the first one shown also says how to install it.
+    DOT that the text reader cannot follow (hand-written, say) is shown as it is."""
+    global _notice_given
+    try:
+        rendering = text.render(graph.source)
+    except (ValueError, IndexError):
+        rendering = graph.source
+    notice, _notice_given = ("" if _notice_given else TEXT_NOTICE), True
+    return {"text/plain": f"{notice}\n\n{rendering}" if notice else rendering,
+            "text/html": ('<div class="modulecraft-viz modulecraft-viz-text">'
+                          + (f'<pre style="color:#a61e4d">{escape(notice)}</pre>' if notice else "")
+                          + f"<pre>{escape(rendering)}</pre></div>")}
+
+
+def show_graphs_as_text_without_dot() -> None:
+    """Where ``dot`` is missing, IPython shows every graphviz graph as text (the course's own flowcharts too): a
+    notebook then runs to its end instead of stopping at the first drawing, which graphviz cannot lay out."""
+    if shutil.which("dot") is not None:
+        return
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is not None:
+        for kind in (graphviz.Graph, graphviz.Digraph, graphviz.Source):
+            shell.display_formatter.mimebundle_formatter.for_type(kind, text_bundle)
 
 
 def inline_svg(svg: str) -> str:
@@ -138,11 +177,19 @@ class Drawing(graphviz.Digraph):
         except (FileNotFoundError, graphviz.ExecutableNotFound) as error:
             raise DotNotFoundError(INSTALL_HINT) from error
 
+    def inline(self) -> str:
+        """The drawing as an element to put inside HTML: its ``<svg>``, or its text where ``dot`` is missing."""
+        if shutil.which("dot") is None:
+            return text_bundle(self)["text/html"]
+        return inline_svg(self.svg())
+
     def html(self) -> str:
-        return f'<div class="modulecraft-viz" style="overflow:auto; max-width:100%">{inline_svg(self.svg())}</div>'
+        return f'<div class="modulecraft-viz" style="overflow:auto; max-width:100%">{self.inline()}</div>'
 
     def _repr_html_(self) -> str:
         return self.html()
 
     def _repr_mimebundle_(self, include=None, exclude=None, **_):
+        if shutil.which("dot") is None:
+            return text_bundle(self)
         return {"text/html": self.html(), "text/plain": f"<{type(self).__name__}: {self.name or 'module tree'}>"}
