@@ -165,7 +165,7 @@ def prediction(x):
     dict(
         grade_id="c01_fixed_pipeline",
         mistake="head-forward-still-called",
-        feedback="or self.head.forward(...)",
+        feedback="call self.head(...) so its hooks run",
         edits=[("return self.head(self.encoder(x))", "return self.head.forward(self.encoder(x))")],
     ),
     dict(
