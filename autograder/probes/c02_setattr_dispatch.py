@@ -1,8 +1,11 @@
 """Chapter 2's tests: attribute dispatch (`__setattr__`, `__getattr__`, `__delattr__`, `__dir__`) and `add_module`.
 
-Fixtures are filled by writing the containers directly (`vars(module)["_parameters"][name] = ...`) and use
-children that have no attributes of their own (`nn.Module()`, `nn.Identity()`), so that, while grading, a probe
-goes through the learner's other exercises only where the mechanism under test needs them (`BUILDS_ON`).
+Each exercise's tests run where its test cells stand, before the later exercises are written; while grading, the
+kernel's modulecraft has none of this chapter's methods, so a probe goes through nothing but the exercise it tests:
+fixtures are filled by writing the containers directly (`vars(module)["_parameters"][name] = ...`), children have
+no attributes of their own (`nn.Module()`, `nn.Identity()`), and where the reference's registration methods ask
+`hasattr(self, name)` (which ends in `__getattr__`, exercise 2) the module under test answers with
+`attribute_missing`, which finds nothing, as `__getattr__` finds nothing for those names.
 """
 import numpy as np
 
@@ -22,13 +25,6 @@ YOURS = {
     "add_module": "modulecraft.nn.modules.module:Module.add_module",
 }
 
-# While grading, register_parameter, register_buffer and add_module ask `hasattr(self, name)`, which ends in the
-# learner's module_getattr.
-BUILDS_ON = {
-    "c02_module_setattr": ["c02_module_getattr"],
-    "c02_add_module": ["c02_module_getattr"],
-}
-
 CONTAINERS = ("__dict__", "_parameters", "_modules", "_buffers", "_non_persistent_buffers_set")
 
 
@@ -42,9 +38,16 @@ def parameter(draw):
     return nn.Parameter(draw.array(draw.int(1, 3)))
 
 
+def attribute_missing(self, name):
+    """`__getattr__` for fixtures: no name of a probe's scenario is found there (none is a registered member when
+    `hasattr` asks), so the fixture does not need the learner's `module_getattr`."""
+    raise AttributeError(name)
+
+
 def with_method(yours, method: str, learner_name: str, draw):
     """A module class, under a drawn name, whose `method` is the learner's `learner_name`."""
-    return type(draw.name().capitalize(), (nn.Module,), {method: getattr(yours, learner_name)})
+    return type(draw.name().capitalize(), (nn.Module,), {"__getattr__": attribute_missing,
+                                                         method: getattr(yours, learner_name)})
 
 
 def registration_hooks(*hooks):
@@ -119,6 +122,7 @@ def module_setattr_hidden(yours, draw, check):
 
     class Early(nn.Module):
         __setattr__ = yours.module_setattr
+        __getattr__ = attribute_missing
 
         def __init__(self, value):
             self.early = value
