@@ -144,6 +144,6 @@ WRONG_IMPLEMENTATIONS = [
         grade_id="c11_state_dict",
         mistake="delegates-to-reference-state-dict",
         feedback="does not exist while grading",
-        source="def optimizer_state_dict(optimizer):\n    return optim.Optimizer.state_dict(optimizer)",
+        source="optimizer_state_dict = optim.Optimizer.state_dict",
     ),
 ]
