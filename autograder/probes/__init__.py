@@ -40,6 +40,7 @@ MIME = "application/vnd.modulecraft.observations+json"
 MAX_TEXT = 2000  # characters kept of a string or an exception message
 MAX_ITEMS = 2000  # elements kept of a container or an array
 MAX_DEPTH = 12
+MAX_NODES = 20_000  # values pictured per observation: what a grader compares stays small whatever code returns
 
 _PROBES: dict[str, Callable] = {}
 
@@ -171,13 +172,14 @@ def observe(thunk: Callable[[], Any]):
     except NotWritten as missing:
         return {"missing": missing.name}
     except RecursionError:
-        return {"raised": "RecursionError", "message": "maximum recursion depth exceeded"}
+        return {"raised": "RecursionError", "message": "maximum recursion depth exceeded (does your code call "
+                "modulecraft's own version of what you write? While grading, that calls yours again)"}
     except Exception as error:  # noqa: BLE001 - whatever the learner's code raised is the observation
         return {"raised": _type_name(error), "message": _text(_safe_str(error))}
     try:
-        return {"value": encode(value)}
+        return {"value": encode(value, budget=[MAX_NODES])}
     except RecursionError:
-        return {"raised": "RecursionError", "message": "the result nests too deeply to compare"}
+        return {"raised": "RecursionError", "message": "the result is too large or nests too deeply to compare"}
 
 
 def run_probe(grade_id: str, yours, seed: int) -> Run:
@@ -192,14 +194,21 @@ def run_probe(grade_id: str, yours, seed: int) -> Run:
 
 
 def find(grade_id: str) -> Callable:
+    """The probe of test cell `grade_id` (`cNN_...`: chapter NN's module; any other name: every module)."""
     if grade_id not in _PROBES:
-        chapter_module(grade_id.split("_", 1)[0])
+        try:
+            chapter_module(grade_id.split("_", 1)[0])
+        except LookupError:
+            for info in pkgutil.iter_modules(__path__):
+                importlib.import_module(f"{__name__}.{info.name}")
     return _PROBES[grade_id]
 
 
 def chapter_module(prefix: str):
-    """The probe module of a chapter, by its grade-id prefix (`c05`) or its folder name (`05_traversal`)."""
-    key = prefix if prefix.startswith("c") else "c" + prefix.split("_", 1)[0]
+    """The probe module of a chapter, by its grade-id prefix (`c05`), its folder name (`05_traversal`) or its own
+    name (`c05_traversal`)."""
+    key = prefix.split("_", 1)[0]
+    key = key if key.startswith("c") else "c" + key
     for info in pkgutil.iter_modules(__path__):
         if info.name.split("_", 1)[0] == key:
             return importlib.import_module(f"{__name__}.{info.name}")
@@ -207,8 +216,14 @@ def chapter_module(prefix: str):
 
 
 def yours_of(chapter: str) -> dict[str, str]:
-    """The learner's names of `chapter` and where the reference keeps each."""
+    """The learner's names of `chapter` (folder name or grade-id prefix) and where the reference keeps each."""
     return getattr(chapter_module(chapter), "YOURS", {})
+
+
+def grade_ids(chapter: str) -> list[str]:
+    """The test cells `chapter`'s probe module has probes for."""
+    module = chapter_module(chapter)
+    return [grade_id for grade_id, function in _PROBES.items() if function.__module__ == module.__name__]
 
 
 # -- the test cell's one line ----------------------------------------------------------------------------------
@@ -222,7 +237,7 @@ def run_tests(grade_id: str) -> None:
         display({MIME: {"grade_id": grade_id, "observed": [c.observed for c in observed.checks]}}, raw=True)
         return
     observed = run_probe(grade_id, Learners(namespace), LEARNING_SEED)
-    expected = run_probe(grade_id, Reference(yours_of(grade_id.split("_", 1)[0])), LEARNING_SEED)
+    expected = run_probe(grade_id, Reference(yours_of(find(grade_id).__module__.rsplit(".", 1)[1])), LEARNING_SEED)
     failures = []
     for check, wanted in zip(expected.checks, observed.checks):
         mark = "ok  " if agrees(check, wanted.observed) else "FAIL"
@@ -303,12 +318,15 @@ def describe(observation, phrase: str | None = None) -> str:
 
 
 # -- observations as JSON data ----------------------------------------------------------------------------------
-def encode(value, depth: int = 0):
+def encode(value, depth: int = 0, budget: list[int] | None = None):
     """A plain-data picture of `value` that keeps what tests compare: types, orders, array dtypes and values.
 
     Objects other than plain data are pictured by their type's name only: a probe reduces them to plain data
-    (names, `is` comparisons, shapes) before checking."""
-    if depth > MAX_DEPTH:
+    (names, `is` comparisons, shapes) before checking. Past MAX_DEPTH levels or MAX_NODES values in all (the
+    `budget` left), RecursionError."""
+    budget = [MAX_NODES] if budget is None else budget
+    budget[0] -= 1
+    if depth > MAX_DEPTH or budget[0] < 0:
         raise RecursionError
     kind = type(value)
     if value is None:
@@ -331,10 +349,11 @@ def encode(value, depth: int = 0):
     if kind in (list, tuple, set, frozenset):
         items = list(value)[:MAX_ITEMS]
         if kind in (set, frozenset):
-            items = sorted(items, key=lambda item: json.dumps(encode(item, depth + 1), sort_keys=True))
-        return [kind.__name__, [encode(item, depth + 1) for item in items]]
+            items = sorted(items, key=lambda item: json.dumps(encode(item, depth + 1, budget), sort_keys=True))
+        return [kind.__name__, [encode(item, depth + 1, budget) for item in items]]
     if kind is dict:
-        return ["dict", [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in list(value.items())[:MAX_ITEMS]]]
+        return ["dict", [[encode(k, depth + 1, budget), encode(v, depth + 1, budget)]
+                     for k, v in list(value.items())[:MAX_ITEMS]]]
     if isinstance(value, type):
         return ["type", _text(value.__qualname__)]
     return ["object", _text(_type_name(value))]

@@ -43,3 +43,13 @@ def named_modules_visible(yours, draw, check):
     check("remove_duplicate=False lists the shared leaf twice",
           lambda: names(tree.named_modules(remove_duplicate=False)),
           hint="see 'Shared modules and the memo': add to the memo only when remove_duplicate is true, and pass it on.")
+
+
+@probe("c05_named_modules_hidden")
+def named_modules_hidden(yours, draw, check):
+    Node = node_class(yours)
+    p, hole, q = draw.names(3)
+    gap = Node(**{p: Node()})
+    gap.add_module(hole, None)
+    gap.add_module(q, Node())
+    check("A child registered as None must be skipped.", lambda: names(gap.named_modules()))
