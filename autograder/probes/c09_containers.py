@@ -5,7 +5,7 @@ import numpy as np
 
 from modulecraft import nn
 
-from . import probe
+from . import Reference, probe
 
 # The learner's names in this chapter, and where the reference keeps each: while grading, these do not exist in
 # the kernel's modulecraft (`autograder.answer_key`), and the reference's own containers call the learner's.
@@ -199,7 +199,6 @@ def predict_keys_hidden(yours, draw, check):
 
 def _prediction(yours, name, form):
     """The learner's prediction; on the reference, a value of the right form (the reference predicts nothing)."""
-    from . import Reference
     return form if isinstance(yours, Reference) else getattr(yours, name)
 
 
