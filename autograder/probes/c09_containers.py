@@ -437,7 +437,7 @@ def parameter_containers_visible(yours, draw, check):
           lambda: (lambda pl: ([pl[i] is pl._parameters[str(i)] for i in range(len(pl))], len(pl)))(
               my_parameter_list(yours)(values)),
           hint=hint + "a plain array becomes a Parameter, registered under its index string by setattr.")
-    keys = draw.names(3)
+    keys = sorted(draw.names(3), reverse=True)  # never in sorted order: sorting them shows
     check(f"keys of MyParameterDict of a plain dict with keys {keys}",
           lambda: list(my_parameter_dict(yours)({k: draw_value for k, draw_value in zip(keys, [plain, shared, plain])})
                        .keys()),
@@ -470,7 +470,7 @@ def parameter_containers_hidden(yours, draw, check):
           lambda: (lambda pl: (pl.__setitem__(index, q), parameters_layout(pl, named))[1])(
               my_parameter_list(yours)([p, raw])),
           hint="see 9.6: key = _abs_index(self, idx); an existing Parameter is kept by identity.")
-    keys = draw.names(3)
+    keys = sorted(draw.names(3), reverse=True)  # never in sorted order: sorting them shows
     triples = list(zip(keys, [p, q, raw]))
     for make, label in ((OrderedDict, "an OrderedDict"), (list, "a list of pairs")):
         check(f"MyParameterDict({label} with keys {keys}): keys, and which values are the same objects",

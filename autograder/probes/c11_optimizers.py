@@ -86,6 +86,8 @@ def draw_steps(draw, steps, sparse=False):
     start = [draw.array(*shape) for shape in shapes]
     grads = [[None if sparse and draw.int(0, 3) == 0 else draw.array(*shape) for shape in shapes]
              for _ in range(steps)]
+    if sparse:  # at least one parameter without a gradient, after it had one
+        grads[1][draw.int(0, 2)] = None
     return start, grads
 
 
