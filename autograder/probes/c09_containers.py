@@ -128,10 +128,11 @@ def sequential_indexing_visible(yours, draw, check):
     check(f"mine[{start}:] holds the same module objects, not copies",
           lambda: [fixture.of(m) for m in made()[start:]._modules.values()],
           hint="see 9.2: put the modules themselves in the OrderedDict; do not copy them.")
-    hint = "see 9.3: delattr the selected keys, then rebuild _modules as '0', '1', ... over the remaining modules."
-    first = draw.int(0, n - 1)
+    hint = ("see 9.3: delattr the selected keys, then renumber the keys after deleting: rebuild _modules as '0', "
+            "'1', ... over the remaining modules.")
+    first = draw.int(0, n - 2)
     check(f"keys after del s[{first}] (and the modules they point at)", lambda: fixture.after(made, delete(first)),
-          hint="see 9.3: renumber the keys after deleting. " + hint)
+          hint=hint)
     check("keys and modules left after del s[-1]", lambda: fixture.after(made, delete(-1)), hint=hint)
     stop = draw.int(2, n)
     check(f"keys and modules left after del s[0:{stop}]", lambda: fixture.after(made, delete(slice(0, stop))),
