@@ -17,7 +17,7 @@ YOURS = {
     "zero_grad": "modulecraft.nn.modules.module:Module.zero_grad",
     "requires_grad_": "modulecraft.nn.modules.module:Module.requires_grad_",
     "call_impl": "modulecraft.nn.modules.module:Module._call_impl",
-    "watch_gradients": "modulecraft.solutions.c10_gradients:watch_gradients",
+    "watch_gradients": "modulecraft.exercises.c10_gradients:watch_gradients",
 }
 
 # The watcher's probes run modules with full backward hooks: while grading, the learner's `call_impl` wires them.

@@ -9,7 +9,7 @@ from . import Reference, probe
 # the kernel's modulecraft (`autograder.answer_key`): `optim.SGD` refuses to be built, and every optimizer's
 # `state_dict()` is the learner's `optimizer_state_dict`.
 YOURS = {
-    "param_groups": "modulecraft.solutions.c11_optimizers:param_groups",
+    "param_groups": "modulecraft.exercises.c11_optimizers:param_groups",
     "SGD": "modulecraft.optim.sgd:SGD",
     "optimizer_state_dict": "modulecraft.optim.optimizer:Optimizer.state_dict",
 }

@@ -27,11 +27,11 @@ YOURS = {
     "_save_to_state_dict": "modulecraft.nn.modules.module:Module._save_to_state_dict",
     "state_dict": "modulecraft.nn.modules.module:Module.state_dict",
     "load_state_dict": "modulecraft.nn.modules.module:Module.load_state_dict",
-    "train_epoch": "modulecraft.solutions.c12_capstone:train_epoch",
-    "accuracy": "modulecraft.solutions.c12_capstone:accuracy",
-    "attach_statistics": "modulecraft.solutions.c12_capstone:attach_statistics",
-    "save_checkpoint": "modulecraft.solutions.c12_capstone:save_checkpoint",
-    "load_checkpoint": "modulecraft.solutions.c12_capstone:load_checkpoint",
+    "train_epoch": "modulecraft.exercises.c12_capstone:train_epoch",
+    "accuracy": "modulecraft.exercises.c12_capstone:accuracy",
+    "attach_statistics": "modulecraft.exercises.c12_capstone:attach_statistics",
+    "save_checkpoint": "modulecraft.exercises.c12_capstone:save_checkpoint",
+    "load_checkpoint": "modulecraft.exercises.c12_capstone:load_checkpoint",
 }
 
 # While grading, every module trains, evaluates, saves and loads with the learner's `Crafted` functions.

@@ -145,6 +145,6 @@ WRONG_IMPLEMENTATIONS = [
         grade_id="c10_watch_gradients",
         mistake="delegates-to-reference-watcher",
         feedback="does not exist while grading",
-        source="from modulecraft.solutions.c10_gradients import watch_gradients",
+        source="from modulecraft.exercises.c10_gradients import watch_gradients",
     ),
 ]

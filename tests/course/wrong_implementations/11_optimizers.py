@@ -132,7 +132,7 @@ WRONG_IMPLEMENTATIONS = [
         grade_id="c11_param_groups",
         mistake="delegates-to-reference-param-groups",
         feedback="does not exist while grading",
-        source="NORM_LAYERS = (nn.BatchNorm1d,)\nfrom modulecraft.solutions.c11_optimizers import param_groups",
+        source="NORM_LAYERS = (nn.BatchNorm1d,)\nfrom modulecraft.exercises.c11_optimizers import param_groups",
     ),
     dict(
         grade_id="c11_sgd",

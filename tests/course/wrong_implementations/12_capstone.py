@@ -232,24 +232,24 @@ WRONG_IMPLEMENTATIONS = [
         grade_id='c12_train_epoch',
         mistake='delegates-to-reference-train-epoch',
         feedback='does not exist while grading',
-        source="from modulecraft.solutions.c12_capstone import train_epoch",
+        source="from modulecraft.exercises.c12_capstone import train_epoch",
     ),
     dict(
         grade_id='c12_accuracy',
         mistake='delegates-to-reference-accuracy',
         feedback='does not exist while grading',
-        source="from modulecraft.solutions.c12_capstone import accuracy",
+        source="from modulecraft.exercises.c12_capstone import accuracy",
     ),
     dict(
         grade_id='c12_statistics',
         mistake='delegates-to-reference-statistics',
         feedback='does not exist while grading',
-        source="from modulecraft.solutions.c12_capstone import attach_statistics",
+        source="from modulecraft.exercises.c12_capstone import attach_statistics",
     ),
     dict(
         grade_id='c12_checkpoint',
         mistake='delegates-to-reference-checkpoint',
         feedback='does not exist while grading',
-        source="from modulecraft.solutions.c12_capstone import save_checkpoint, load_checkpoint",
+        source="from modulecraft.exercises.c12_capstone import save_checkpoint, load_checkpoint",
     ),
 ]
