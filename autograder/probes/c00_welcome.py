@@ -2,19 +2,21 @@
 
 Only `linear` has a counterpart in the reference (`nn.functional.linear`). `count_parameters`, `TinyMLP` and
 `FixedStack` are exercises in *using* the reference (`parameters()`, assignment of children, `nn.ModuleList`),
-so on the reference side they are stand-ins built from those same mechanisms (`_stand_ins`).
+so their references are built from those same mechanisms in `modulecraft.exercises.c00_welcome`.
 """
-from collections import OrderedDict
 
 from modulecraft import nn
 
 from . import probe
-from ._stand_ins import with_stand_ins
 
 # The learner's names in this chapter, and where the reference keeps each: while grading, these do not exist in
 # the kernel's modulecraft (`autograder.answer_key`), and the reference's own layers call the learner's.
 YOURS = {
     "linear": "modulecraft.nn.functional:linear",
+    "count_parameters": "modulecraft.exercises.c00_welcome:count_parameters",
+    "TinyMLP": "modulecraft.exercises.c00_welcome:TinyMLP",
+    "prediction": "modulecraft.exercises.c00_welcome:prediction",
+    "FixedStack": "modulecraft.exercises.c00_welcome:FixedStack",
 }
 
 # While grading, every nn.Linear computes with the learner's `linear`.
@@ -24,33 +26,6 @@ BUILDS_ON = {
 }
 
 LAYER_KINDS = ("Linear", "Linear(bias=False)", "ReLU", "Dropout")
-
-
-def tiny_mlp_stand_in(inputs, hidden, outputs):
-    return nn.Sequential(OrderedDict(hidden=nn.Linear(inputs, hidden), activation=nn.ReLU(),
-                                     output=nn.Linear(hidden, outputs)))
-
-
-def fixed_stack_stand_in(sizes):
-    return nn.Sequential(OrderedDict(layers=nn.Sequential(*[nn.Linear(a, b) for a, b in zip(sizes, sizes[1:])])))
-
-
-def built(layers):
-    """An nn.Sequential of the layer kinds the prediction exercise names."""
-    make = {"Linear": lambda: nn.Linear(2, 2), "Linear(bias=False)": lambda: nn.Linear(2, 2, bias=False),
-            "ReLU": nn.ReLU, "Dropout": lambda: nn.Dropout(0.1)}
-    return nn.Sequential(*[make[kind]() for kind in layers])
-
-
-def names_of_parameters(layers):
-    """The prediction's scenario run for real."""
-    return [name for name, _ in built(layers).named_parameters()]
-
-
-def completed(yours):
-    return with_stand_ins(yours, TinyMLP=tiny_mlp_stand_in, FixedStack=fixed_stack_stand_in,
-                          prediction=names_of_parameters,
-                          count_parameters=lambda module: sum(p.size for p in module.parameters()))
 
 
 def drawn_layer_arrays(draw, sizes) -> list:
@@ -92,7 +67,6 @@ def linear_hidden(yours, draw, check):
 # -- exercise 2: count_parameters -------------------------------------------------------------------------------
 @probe("c00_count_parameters_visible")
 def count_parameters_visible(yours, draw, check):
-    yours = completed(yours)
     inputs, outputs = draw.int(2, 9), draw.int(1, 9)
     check(f"count_parameters(nn.Linear({inputs}, {outputs}))",
           lambda: yours.count_parameters(nn.Linear(inputs, outputs)),
@@ -107,7 +81,6 @@ def count_parameters_visible(yours, draw, check):
 
 @probe("c00_count_parameters_hidden")
 def count_parameters_hidden(yours, draw, check):
-    yours = completed(yours)
     width, inputs = draw.int(2, 6), draw.int(2, 9)
 
     def shared():
@@ -125,7 +98,6 @@ def count_parameters_hidden(yours, draw, check):
 # -- exercise 3: TinyMLP ----------------------------------------------------------------------------------------
 @probe("c00_tiny_mlp_visible")
 def tiny_mlp_visible(yours, draw, check):
-    yours = completed(yours)
     inputs, hidden, outputs, batch = draw.int(2, 6), draw.int(2, 8), draw.int(1, 4), draw.int(1, 5)
     x = draw.array(batch, inputs)
     shape = f"TinyMLP({inputs}, {hidden}, {outputs})"
@@ -142,7 +114,6 @@ def tiny_mlp_visible(yours, draw, check):
 
 @probe("c00_tiny_mlp_hidden")
 def tiny_mlp_hidden(yours, draw, check):
-    yours = completed(yours)
     inputs, hidden, outputs = draw.int(2, 4), draw.int(2, 5), draw.int(1, 3)
     arrays, x = drawn_layer_arrays(draw, [inputs, hidden, outputs]), draw.array(draw.int(2, 5), inputs)
 
@@ -157,7 +128,6 @@ def tiny_mlp_hidden(yours, draw, check):
 # -- exercise 4: predict, then run ------------------------------------------------------------------------------
 @probe("c00_predict_names_visible")
 def predict_names_visible(yours, draw, check):
-    yours = completed(yours)
     layers = [draw.choice(LAYER_KINDS) for _ in range(draw.int(2, 5))]
     check("prediction(layers) returns a list of strings",
           lambda: (lambda names: isinstance(names, list) and all(isinstance(n, str) for n in names))(
@@ -167,7 +137,6 @@ def predict_names_visible(yours, draw, check):
 
 @probe("c00_predict_names_hidden")
 def predict_names_hidden(yours, draw, check):
-    yours = completed(yours)
     for first in draw.shuffled(["ReLU", "Dropout", draw.choice(LAYER_KINDS)]):
         layers = [first, *draw.shuffled([*LAYER_KINDS, draw.choice(LAYER_KINDS)])]
         check(f"prediction({layers})", lambda: yours.prediction(layers),
@@ -178,7 +147,6 @@ def predict_names_hidden(yours, draw, check):
 # -- exercise 5: FixedStack -------------------------------------------------------------------------------------
 @probe("c00_fixed_stack_visible")
 def fixed_stack_visible(yours, draw, check):
-    yours = completed(yours)
     sizes = [draw.int(1, 6) for _ in range(draw.int(3, 4))]
     batch = draw.int(1, 5)
     x = draw.array(batch, sizes[0])
@@ -192,7 +160,6 @@ def fixed_stack_visible(yours, draw, check):
 
 @probe("c00_fixed_stack_hidden")
 def fixed_stack_hidden(yours, draw, check):
-    yours = completed(yours)
     sizes = [draw.int(1, 5) for _ in range(draw.int(4, 5))]
     arrays, x = drawn_layer_arrays(draw, sizes), draw.array(draw.int(1, 3), sizes[0])
     check(f"The keys of FixedStack({sizes}).state_dict()", lambda: list(yours.FixedStack(sizes).state_dict()),

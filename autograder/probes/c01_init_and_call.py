@@ -1,14 +1,10 @@
 """Chapter 1's tests: `Module.__init__`, the default `forward`, and `__call__` -> `_call_impl`."""
 import re
-from collections import OrderedDict
-
-import numpy as np
 
 from modulecraft import nn
 from modulecraft.nn.modules import module as module_impl
 
 from . import probe
-from ._stand_ins import with_stand_ins
 
 # The learner's names in this chapter, and where the reference keeps each: while grading, these do not exist in
 # the kernel's modulecraft (`autograder.answer_key`), and the reference's own methods call the learner's.
@@ -16,6 +12,8 @@ YOURS = {
     "module_init": "modulecraft.nn.modules.module:Module.__init__",
     "forward_unimplemented": "modulecraft.nn.modules.module:_forward_unimplemented",
     "call_impl": "modulecraft.nn.modules.module:Module._call_impl",
+    "prediction": "modulecraft.exercises.c01_init_and_call:prediction",
+    "FixedPipeline": "modulecraft.exercises.c01_init_and_call:FixedPipeline",
 }
 
 # While grading, every module of the kernel is built by the learner's module_init and called through the learner's
@@ -232,27 +230,6 @@ def call_impl_hidden(yours, draw, check):
           hint="forward hooks receive the args given to forward (section 1.4, step 5)")
 
 
-def hooked_call(x):
-    """The scenario of the prediction exercise, run for real: the events of a Doubler with four hooks called on x."""
-    events = []
-
-    class Doubler(nn.Module):
-        def forward(self, x):
-            events.append(f"forward({x})")
-            return 2 * x
-
-    doubler = Doubler()
-    doubler.register_forward_hook(lambda module, args, result: events.append(f"hook A({result})"))
-    doubler.register_forward_hook(lambda module, args, result: events.append(f"hook B({result})") or result + 10)
-    doubler.register_forward_pre_hook(lambda module, args: args[0] + 1)
-    handle = module_impl.register_module_forward_hook(lambda module, args, result: events.append(f"global({result})"))
-    try:
-        events.append(f"returned {doubler(x)}")
-    finally:
-        handle.remove()
-    return events
-
-
 def event_formats(events) -> list:
     """Which of the cell's formats the events use (sorted: the form, not the order)."""
     return sorted(next((kind for kind in EVENT_FORMATS if re.fullmatch(rf"{kind}(\(-?\d+\)| -?\d+)", event)), "?")
@@ -261,7 +238,6 @@ def event_formats(events) -> list:
 
 @probe("c01_predict_hooks_visible")
 def predict_hooks_visible(yours, draw, check):
-    yours = with_stand_ins(yours, prediction=hooked_call)
     x = draw.int(2, 99)
     hint = ("prediction(x) returns the five events as strings: forward, three hooks and the returned value "
             "(exercise 3)")
@@ -274,17 +250,11 @@ def predict_hooks_visible(yours, draw, check):
 
 @probe("c01_predict_hooks_hidden")
 def predict_hooks_hidden(yours, draw, check):
-    yours = with_stand_ins(yours, prediction=hooked_call)
     for x in draw.sample(range(-50, 100), 3):
         check(f"prediction({x})", lambda: yours.prediction(x),
               hint="the pre-hook's single value replaces the input; global hooks run before local ones; each hook "
                    "sees the result as it stands, and B's return value replaces what model(x) returns "
                    "(section 1.4, steps 3-5)")
-
-
-def pipeline_stand_in():
-    """The reference's counterpart of a fixed pipeline: a Sequential calls each child as child(x)."""
-    return nn.Sequential(OrderedDict(encoder=nn.Linear(2, 3), head=nn.Linear(3, 1)))
 
 
 def drawn_weights(draw) -> list:
@@ -303,7 +273,6 @@ def drawn_pipeline(yours, weights):
 
 @probe("c01_fixed_pipeline_visible")
 def fixed_pipeline_visible(yours, draw, check):
-    yours = with_stand_ins(yours, FixedPipeline=pipeline_stand_in)
     rows = draw.int(1, 6)
     x, weights = draw.array(rows, 2), drawn_weights(draw)
     calls = []
@@ -322,7 +291,6 @@ def fixed_pipeline_visible(yours, draw, check):
 
 @probe("c01_fixed_pipeline_hidden")
 def fixed_pipeline_hidden(yours, draw, check):
-    yours = with_stand_ins(yours, FixedPipeline=pipeline_stand_in)
     x, replacement, weights = draw.array(draw.int(1, 4), 2), draw.array(3), drawn_weights(draw)
     ran = []
 

@@ -7,13 +7,12 @@ no attributes of their own (`nn.Module()`, `nn.Identity()`), and where the refer
 `hasattr(self, name)` (which ends in `__getattr__`, exercise 2) the module under test answers with
 `attribute_missing`, which finds nothing, as `__getattr__` finds nothing for those names.
 """
-import numpy as np
 
 from modulecraft import nn
+from modulecraft.exercises.c02_setattr_dispatch import CONTAINERS, KINDS, where
 from modulecraft.nn.modules import module as module_impl
 
 from . import probe
-from ._stand_ins import with_stand_ins
 
 # The learner's names in this chapter, and where the reference keeps each: while grading, these do not exist in
 # the kernel's modulecraft (`autograder.answer_key`), and the reference's own methods call the learner's.
@@ -23,15 +22,8 @@ YOURS = {
     "module_delattr": "modulecraft.nn.modules.module:Module.__delattr__",
     "module_dir": "modulecraft.nn.modules.module:Module.__dir__",
     "add_module": "modulecraft.nn.modules.module:Module.add_module",
+    "prediction": "modulecraft.exercises.c02_setattr_dispatch:prediction",
 }
-
-CONTAINERS = ("__dict__", "_parameters", "_modules", "_buffers", "_non_persistent_buffers_set")
-
-
-def where(module, name) -> list:
-    """The containers holding `name`, read from the instance's own state (as `checks.containers_holding`)."""
-    state = vars(module)
-    return [key for key in CONTAINERS if name in (state if key == "__dict__" else state.get(key, ()))]
 
 
 def parameter(draw):
@@ -341,36 +333,10 @@ def add_module_hidden(yours, draw, check):
 
 
 # -- exercise 6: predict, then run ------------------------------------------------------------------------------
-KINDS = ("Linear", "None", "array", "Parameter", "Buffer", "Buffer(persistent=False)")
-
-
-def value_of(kind: str):
-    """A value of a kind the prediction exercise names."""
-    return {
-        "Linear": lambda: nn.Linear(1, 1),
-        "None": lambda: None,
-        "array": lambda: np.zeros(2),
-        "Parameter": lambda: nn.Parameter(np.zeros(2, dtype=np.float32)),
-        "Buffer": lambda: nn.Buffer(np.ones(2)),
-        "Buffer(persistent=False)": lambda: nn.Buffer(np.ones(2), persistent=False),
-    }[kind]()
-
-
-def filed(first: str, second: str):
-    """The scenario of the prediction, run for real: where `name` lives after a value of kind `first`, then one of
-    kind `second`, is assigned to it (or the exception the second assignment raises)."""
-    model = nn.Module()
-    model.name = value_of(first)
-    try:
-        model.name = value_of(second)
-    except (TypeError, KeyError) as error:
-        return type(error).__name__
-    return where(model, "name")
 
 
 @probe("c02_predict_filing_visible")
 def predict_filing_visible(yours, draw, check):
-    yours = with_stand_ins(yours, prediction=filed)
     pairs = draw.sample([(a, b) for a in KINDS for b in KINDS], 4)
 
     def form():
@@ -384,7 +350,6 @@ def predict_filing_visible(yours, draw, check):
 
 @probe("c02_predict_filing_hidden")
 def predict_filing_hidden(yours, draw, check):
-    yours = with_stand_ins(yours, prediction=filed)
     for first in draw.shuffled(KINDS):
         seconds = draw.shuffled(KINDS)
         check(f"[prediction({first!r}, second) for second in {seconds}]",
