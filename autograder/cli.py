@@ -59,7 +59,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         return COMMANDS[args.command](args)
-    except (FileNotFoundError, FileExistsError, ValueError, LookupError) as error:
+    except (FileNotFoundError, FileExistsError, ValueError, LookupError, ConnectionError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
 
