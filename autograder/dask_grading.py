@@ -127,15 +127,16 @@ class Workers:
     def fit(self) -> list[str]:
         """Addresses of the workers prepared for the run; names and leaves out those that cannot grade it."""
         info = self.client.scheduler_info(n_workers=-1)["workers"]
+        fit = [address for address, worker in info.items() if worker.get("resources", {}).get(self.run)]
         reasons = self.client.run(dask_plugin.unfit_reasons, self.run, on_error="return")
         for address, reason in reasons.items():
             if isinstance(reason, BaseException):
                 reason = f"{type(reason).__name__}: {reason}"
-            if reason and address not in self.left_out:
+            if reason and address not in fit and address not in self.left_out:
                 self.left_out[address] = reason
-                name = info.get(address, {}).get("name", address)
-                self.say(f"left out worker {name} ({address}): {reason}")
-        return [address for address, worker in info.items() if worker.get("resources", {}).get(self.run)]
+                name = str(info.get(address, {}).get("name", address))
+                self.say(f"left out worker {name if name == address else f'{name} ({address})'}: {reason}")
+        return fit
 
     def wait_for_one(self, timeout: float = WORKER_TIMEOUT) -> int:
         """The number of workers able to grade, once there is one; `ClusterError` if every worker that joined

@@ -54,6 +54,6 @@ class PrepareCourse(WorkerPlugin):
             await worker.set_resources(**{self.resource: 0})
 
 
-def unfit_reasons(dask_worker, resource: str) -> str | None:
+def unfit_reasons(resource: str, dask_worker=None) -> str | None:
     """Run on each worker by the coordinator: why this worker cannot grade the run of `resource`, if so."""
     return getattr(dask_worker, UNFIT, {}).get(resource)

@@ -102,7 +102,7 @@ def processes():
 
     def start(command, **kwargs):
         process = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL, cwd=REPO_ROOT, **kwargs)
+                                   stderr=subprocess.DEVNULL, **{"cwd": REPO_ROOT, **kwargs})
         started.append(process)
         return process
 
