@@ -147,7 +147,8 @@ def test_a_worker_killed_mid_notebook_leaves_every_submission_graded_exactly_onc
         scratch[name] = tmp_path / name / "scratch"
         env = dict(os.environ, **{SCRATCH_ENV_VAR: str(scratch[name])})
         workers[name] = processes([*dask, address, "--name", name, "--nthreads", "1", "--host", "127.0.0.1",
-                                   "--no-dashboard", "--local-directory", str(tmp_path / name)], env=env)
+                                   "--no-dashboard", "--local-directory", str(tmp_path / name),
+                                   "--preload", "autograder.dask_preload"], env=env)
     wait_for_workers(address, 2)
 
     killed = []
@@ -177,6 +178,18 @@ def test_a_worker_killed_mid_notebook_leaves_every_submission_graded_exactly_onc
     for student, chapter in expected:
         assert (course.root / "reports" / student / f"{chapter}.json").exists()
         assert (course.root / "autograded" / student / chapter / f"{chapter}.ipynb").exists()
+
+    # The course's hidden tests: gone from the survivor's disk with the run, from the killed one's when a worker
+    # starts there again.
+    [survivor] = set(scratch) - set(killed)
+    assert list(scratch[survivor].glob("modulecraft-worker-*")) == []
+    [left_behind] = scratch[killed[0]].glob("modulecraft-worker-*")
+    assert (left_behind / "source" / "90_toy" / "90_toy.ipynb").exists()
+    env = dict(os.environ, **{SCRATCH_ENV_VAR: str(scratch[killed[0]])})
+    processes([*dask, address, "--name", "again", "--nthreads", "1", "--host", "127.0.0.1", "--no-dashboard",
+               "--local-directory", str(tmp_path / "again"), "--preload", "autograder.dask_preload"], env=env)
+    wait_for_workers(address, 2)
+    assert not left_behind.exists()
 
 
 def test_a_regrade_keeps_nbgrader_s_rule_for_grades_a_person_gave(make_toy_course, short_limits, tmp_path):
