@@ -240,7 +240,7 @@ ATTACKS = {
     "replaces-code": (REPLACES_CODE, 0, "needs review", "the code of modulecraft.checks"),
     "patches-during-the-last-test": (PATCHES_DURING_THE_LAST_TEST, 0, "needs review",
                                      "numpy.allclose was replaced (seen at the end of the notebook)"),
-    "exits-in-a-test": (EXITS_IN_A_TEST, 0, "graded", "kernel exited"),
+    "exits-in-a-test": (EXITS_IN_A_TEST, 0, "needs review", "kernel exited"),
     "sys-exit": (EXITS_WITH_SYS_EXIT, 3, "graded", "cell add called sys.exit()"),
     "imports-sklearn": (IMPORTS_SKLEARN, HONEST_CEILING, "graded", "such as scipy and scikit-learn"),
     "imports-narwhals": (IMPORTS_NARWHALS, 5, "graded", None),
