@@ -65,8 +65,8 @@ def check_scheduler(address: str, timeout: float = CONNECT_TIMEOUT) -> None:
     client waits forever on a port that accepts connections but never speaks Dask (the dashboard's HTTP)."""
     protocol, location = parse_address(address)
     if protocol == "tls":
-        tls = dask.config.get("distributed.comm.tls")
-        if not (tls.get("ca-file") and tls.get("client", {}).get("cert")):
+        if not (dask.config.get("distributed.comm.tls.ca-file", None)
+                and dask.config.get("distributed.comm.tls.client.cert", None)):
             raise ClusterError(f"{address} is a TLS address, and this machine has no Dask TLS settings: set "
                                "DASK_DISTRIBUTED__COMM__TLS__CA_FILE, DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT and "
                                "DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY (see INSTRUCTORS.md, TLS)")

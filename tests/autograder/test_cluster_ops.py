@@ -202,3 +202,31 @@ def test_every_scheduler_problem_is_one_line_within_a_bounded_time(make_toy_cour
     assert "no Dask scheduler answered at" in errors["nobody"] and "within 20 s" in errors["nobody"]
     assert "has no Dask TLS settings" in errors["tls"] and "DASK_DISTRIBUTED__COMM__TLS__CA_FILE" in errors["tls"]
     assert not (course.root / "reports").exists()
+
+
+def test_the_guide_s_tls_cluster_grades(make_toy_course, tmp_path):
+    """The guide's TLS block run as it is (in bash, on loopback and a free port): certificates made with openssl,
+    scheduler and worker with them, the coordinator with Dask's security settings and a tls:// address."""
+    course = make_toy_course(tmp_path / "grading")
+    hand_in(course, tmp_path, ["ada"])
+    text = (REPO_ROOT / "course" / "INSTRUCTORS.md").read_text()
+    start = text.index("```bash\n", text.index("Across machines on a network you do not control")) + len("```bash\n")
+    script = text[start:text.index("```", start)].replace("\\\n", " ")
+    port = str(free_port())
+    script = (script.replace("10.0.0.5", "127.0.0.1").replace("10.0.0.7", "127.0.0.1").replace("8786", port)
+              .replace("--nworkers 4", "--nworkers 1")
+              .replace("autograder grade --scheduler", f"autograder grade --root {course.root} --scheduler"))
+    script = "\n".join(line + " &" if line.startswith(".venv/bin/dask") else line for line in script.splitlines())
+    (tmp_path / ".venv").symlink_to(sys.prefix)
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    with open(tmp_path / "said", "w") as output:  # a file: the background processes keep what they inherit
+        shell = subprocess.Popen(["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path, env=env,
+                                 start_new_session=True, stdout=output, stderr=output)
+        try:
+            shell.wait(timeout=600)
+        finally:
+            os.killpg(shell.pid, 9)  # the scheduler and the worker it started
+    said = (tmp_path / "said").read_text()
+    assert shell.returncode == 0, said
+    assert "grading on 1 worker(s)" in said and "1/1" in said
+    assert load_outcome(course.root, "ada", "90_toy").score == 5
