@@ -294,3 +294,17 @@ def test_the_kubernetes_snippet_runs_dask_commands_the_virtualenv_has(monkeypatc
     dask = Path(sys.executable).parent / "dask"
     for command in (["worker", "--help"], ["scheduler", "--help"]):
         assert subprocess.run([dask, *command], capture_output=True).returncode == 0, command
+
+
+def test_a_local_cluster_listens_on_loopback_only_and_serves_no_http():
+    """Dask starts an HTTP server in the scheduler (port 8787 by default) and each worker even without a
+    dashboard: none is left, so nothing is served and no port is fought over."""
+    import psutil
+    with dask_grading.connect("local", workers=1) as client:
+        [(worker, info)] = client.scheduler_info()["workers"].items()
+        ours = [psutil.Process(), *psutil.Process().children(recursive=True)]
+        sockets = [(c.laddr.ip, c.laddr.port) for p in ours for c in p.net_connections("inet")
+                   if c.status == psutil.CONN_LISTEN]
+        dask_ports = [int(address.rsplit(":", 1)[1]) for address in (client.scheduler.address, worker, info["nanny"])]
+    assert {ip for ip, _ in sockets} == {"127.0.0.1"}
+    assert sorted(port for _, port in sockets) == sorted(dask_ports)
