@@ -98,10 +98,10 @@ def grade_class(course, jobs, *, workers=None, progress=None, force=False, sched
         tasks = (submission_task(course.root, student, chapter, bundle) for student, chapter in todo)
         say = getattr(progress, "phase", None)
         if scheduler is None:
-            count = min(workers or os.cpu_count() or 1, len(todo))
+            pool_size = min(workers or os.cpu_count() or 1, len(todo))
             if say is not None:
-                say(f"starting {count} local worker(s)")
-            results = _local_pool(course.root, bundle, tasks, count)
+                say(f"starting {pool_size} local worker(s)")
+            results = _local_pool(course.root, bundle, tasks, pool_size)
         else:
             from . import dask_grading
             results = dask_grading.grade(scheduler, bundle, tasks, workers, say=say)

@@ -1,7 +1,7 @@
 """The worker side of grading: one submission in, its autograded notebook and findings out.
 
 A grading worker (a process of the local pool, or a Dask worker on any machine) never touches the
-coordinator's gradebook. It keeps a private scratch grading folder, made once per process from a
+coordinator's gradebook. It keeps a private scratch grading folder per course, made once per process from a
 `CourseBundle` the coordinator ships: the chapters' source files (with hidden tests) and a copy of the
 gradebook holding only the assignments (no student, no grade). In that folder it runs nbgrader's own
 `autograde` on one submission at a time, inside our sandbox and tamper guard, and returns the autograded
