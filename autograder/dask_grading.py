@@ -15,7 +15,8 @@ gradebook whatever happens on the workers:
   out of the run (its tasks need a resource only prepared workers offer).
 
 At the end of the run (also on Ctrl-C) the plugin is unregistered: the scheduler no longer holds the course,
-and each worker removes the course's scratch folder unless another run still grades it.
+and each worker removes the course's scratch folder unless another run still grades it. Should the coordinator
+die first, a scheduler plugin of the run (`dask_plugin.ForgetRunWithItsClient`) does it when its client leaves.
 
 Workers need the same repository checkout and virtualenv as the coordinator (the kernels import
 `modulecraft` and `autograder` from it); the chapters' source files and the course's gradebook structure
@@ -166,6 +167,8 @@ def grade(scheduler: str, bundle: CourseBundle, tasks: Iterator[Task], workers: 
     run = f"modulecraft-{bundle.sha256[:12]}-{uuid.uuid4().hex[:8]}"  # this run's plugin, resource and keys
     with connect(scheduler, workers, say) as client:
         say(f"preparing {len(client.scheduler_info(n_workers=-1)['workers'])} worker(s) for the course")
+        forget = dask_plugin.ForgetRunWithItsClient(client.id, run)
+        client.register_plugin(forget, name=forget.name)  # should this process die before the end of the run
         try:
             client.register_plugin(dask_plugin.PrepareCourse(pickle.dumps(bundle), run, grader_version()),
                                    name=run)
@@ -177,6 +180,7 @@ def grade(scheduler: str, bundle: CourseBundle, tasks: Iterator[Task], workers: 
             yield from _run(client, run, tasks, cluster)
         finally:
             client.unregister_worker_plugin(run)  # the course leaves the scheduler and the workers' disks
+            client.unregister_scheduler_plugin(forget.name)
 
 
 def _run(client: Client, run: str, tasks: Iterator[Task], cluster: Workers):

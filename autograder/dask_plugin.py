@@ -7,10 +7,11 @@ project at module level; what needs it is imported inside `setup`, under `try`.
 """
 from __future__ import annotations
 
+import asyncio
 import os
 import pickle
 
-from distributed.diagnostics.plugin import WorkerPlugin
+from distributed.diagnostics.plugin import SchedulerPlugin, WorkerPlugin
 
 SCRATCH_ENV_VAR = "MODULECRAFT_WORKER_SCRATCH"  # as autograder.workers.SCRATCH_ENV_VAR
 UNFIT = "modulecraft_unfit"  # worker attribute: {plugin name: why this worker cannot grade that run's course}
@@ -34,8 +35,9 @@ class PrepareCourse(WorkerPlugin):
                                    f"{self.grader_version}: run the coordinator's commit and `make` on this "
                                    "worker's checkout, then restart it")
             bundle = pickle.loads(self.bundle)
-            workers.prepare_worker(bundle, os.environ.get(SCRATCH_ENV_VAR)
-                                   or os.path.join(worker.local_directory, "modulecraft"), holder=self.resource)
+            base = os.environ.get(SCRATCH_ENV_VAR) or os.path.join(worker.local_directory, "modulecraft")
+            # in a thread: it waits for a notebook of another run this worker may be grading
+            await asyncio.to_thread(workers.prepare_worker, bundle, base, holder=self.resource)
             self.bundle_sha256 = bundle.sha256
         except Exception as error:  # the worker stays in the cluster, for other work; this run leaves it out
             reasons = getattr(worker, UNFIT, {})
@@ -49,9 +51,25 @@ class PrepareCourse(WorkerPlugin):
         if self.bundle_sha256 is None:
             return
         from autograder import workers
-        workers.release_worker(self.bundle_sha256, holder=self.resource)
+        await asyncio.to_thread(workers.release_worker, self.bundle_sha256, holder=self.resource)
         if worker.status.name not in ("closing", "closed"):
             await worker.set_resources(**{self.resource: 0})
+
+
+class ForgetRunWithItsClient(SchedulerPlugin):
+    """On the scheduler: when the coordinator of run `run` disconnects without having ended it (killed with
+    SIGKILL, a lost network), unregisters the run's worker plugin, so that the course leaves the scheduler and
+    the workers' disks all the same."""
+
+    def __init__(self, client_id: str, run: str):
+        self.client_id, self.run, self.name = client_id, run, f"{run}-forget"
+
+    def remove_client(self, scheduler, client: str) -> None:
+        if client != self.client_id:
+            return
+        scheduler.remove_plugin(name=self.name)
+        if self.run in scheduler.worker_plugins:
+            asyncio.ensure_future(scheduler.unregister_worker_plugin(None, self.run))
 
 
 def unfit_reasons(resource: str, dask_worker=None) -> str | None:

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import psutil
@@ -230,3 +231,26 @@ def test_the_guide_s_tls_cluster_grades(make_toy_course, tmp_path):
     assert shell.returncode == 0, said
     assert "grading on 1 worker(s)" in said and "1/1" in said
     assert load_outcome(course.root, "ada", "90_toy").score == 5
+
+
+def test_a_coordinator_killed_mid_run_leaves_nothing_of_the_course_on_the_cluster(cluster, make_toy_course,
+                                                                                  tmp_path):
+    course = make_toy_course(tmp_path / "grading")
+    hand_in(course, tmp_path, ["ada", "bo"], {"add": "import time\ntime.sleep(3)\n" + WRONG_ADD})
+    coordinator = subprocess.Popen(grade_command(course, cluster.address), stderr=subprocess.PIPE, text=True)
+    for line in coordinator.stderr:  # killed once the workers were prepared
+        if "grading on" in line:
+            break
+    assert list(cluster.scratch.glob(f"{SCRATCH_PREFIX}*"))
+    coordinator.kill()
+    coordinator.wait(timeout=30)
+    with Client(cluster.address) as client:
+        for _ in range(120):  # the scheduler sees the client leave, the worker finishes its notebook
+            plugins = client.run_on_scheduler(lambda dask_scheduler: [*dask_scheduler.worker_plugins,
+                                                                      *dask_scheduler.plugins])
+            if not [name for name in plugins if name.startswith("modulecraft")] and \
+                    not list(cluster.scratch.glob(f"{SCRATCH_PREFIX}*")):
+                break
+            time.sleep(0.5)
+    assert [name for name in plugins if name.startswith("modulecraft")] == []
+    assert list(cluster.scratch.glob(f"{SCRATCH_PREFIX}*")) == []
