@@ -254,6 +254,7 @@ def test_the_slurm_snippet_starts_one_thread_workers_with_the_checkouts_python(m
     assert worker[:4] == [".venv/bin/python", "-m", "distributed.cli.dask_worker", options["scheduler"]]
     assert worker.count("--nthreads") == 1 and worker[worker.index("--nthreads") + 1] == "1"
     assert worker[worker.index("--local-directory") + 1] == "$TMPDIR"
+    assert worker[worker.index("--preload") + 1] == "autograder.dask_preload"  # no HTTP server
     help_text = subprocess.run([sys.executable, "-m", "distributed.cli.dask_worker", "--help"],
                                capture_output=True, text=True, check=True).stdout
     assert "--nthreads" in help_text and "--local-directory" in help_text
