@@ -1,33 +1,37 @@
 # The two commands of modulecraft (see README.md):
-#   make lab    open the course in JupyterLab (first run: creates .venv, installs, checks Graphviz)
-#   make test   run the whole test suite   (first run: creates .venv with the test extra, Graphviz, Chromium)
+#   make lab    open the course in JupyterLab (first run: creates .venv and installs the project, checks Graphviz)
+#   make test   run the whole test suite   (first run: creates .venv with the test extra and torch's CPU build,
+#               checks Graphviz and Chromium)
+# and the setup alone, for instructors and CI:
+#   make setup        what `make lab` installs, without starting JupyterLab
+#   make setup-test   what `make test` installs, without running the tests
+# What pip installs, and from where (torch's CPU build on Linux), is in scripts/install.sh.
 
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: lab test
+.PHONY: lab test setup setup-test
 
-lab: $(VENV)/.installed-runtime
-	@bash scripts/system-packages.sh require graphviz
+lab: setup
 	$(PY) -m autograder.workspace launch $(ARGS)
 
-test: $(VENV)/.installed-test
-	@bash scripts/system-packages.sh require graphviz
-	@bash scripts/system-packages.sh optional chromium
+test: setup-test
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
-# Stamps are rebuilt whenever pyproject.toml changes. torch is pinned and installed first, so that no other
-# requirement can resolve a newer (multi-gigabyte CUDA) build.
-$(VENV)/bin/python:
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
+# Without dot the course still runs (drawings show as text); the test suite draws, so it requires dot.
+setup: $(VENV)/.installed-runtime
+	@bash scripts/system-packages.sh optional graphviz
 
-$(VENV)/.installed-runtime: pyproject.toml | $(VENV)/bin/python
-	$(PY) -m pip install --quiet -e .
+setup-test: $(VENV)/.installed-test
+	@bash scripts/system-packages.sh require graphviz
+	@bash scripts/system-packages.sh optional chromium
+
+# Stamps are rebuilt whenever pyproject.toml or the install script changes.
+$(VENV)/.installed-runtime: pyproject.toml scripts/install.sh
+	PYTHON=$(PYTHON) bash scripts/install.sh $(VENV) runtime
 	@touch $@
 
-$(VENV)/.installed-test: pyproject.toml | $(VENV)/bin/python
-	$(PY) -m pip install --quiet "torch==2.13.0"
-	$(PY) -m pip install --quiet -e ".[test]"
+$(VENV)/.installed-test: pyproject.toml scripts/install.sh
+	PYTHON=$(PYTHON) bash scripts/install.sh $(VENV) test
 	@touch $@ $(VENV)/.installed-runtime

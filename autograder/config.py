@@ -47,19 +47,18 @@ def nbgrader_config(root: str | os.PathLike, course_id: str = COURSE_ID) -> Conf
     c.Execute.startup_timeout = CELL_TIMEOUT
     c.Execute.extra_arguments = ["--IPKernelApp.log_level=ERROR", GRADING_KERNEL_ARGUMENT, PLAIN_TRACEBACKS]
     c.NbGraderAPI.log_level = "WARN"
-    # Feedback: outputs that quote hidden tests are removed, then the hidden tests from the cells, and the
-    # tracebacks that would still quote them are reduced to "ErrorName: message" (the assertion messages are
-    # written for the learner).
+    # Feedback: the hidden tests' lines removed from the cells, test cells' errors (their verdicts) shown as
+    # "ErrorName: message", and every rich output shown as text (see autograder.feedback).
     c.GenerateFeedback.preprocessors = [
         "nbgrader.preprocessors.GetGrades",
-        "autograder.feedback.RemoveHiddenTestLeaks",
         "nbgrader.preprocessors.ClearHiddenTests",
         "autograder.feedback.ReduceTestErrors",
+        "autograder.feedback.OutputsAsText",
         "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
     ]
     c.ClearHiddenTests.enabled = True
     c.ReduceTestErrors.enabled = True
-    c.RemoveHiddenTestLeaks.enabled = True
+    c.OutputsAsText.enabled = True
     return c
 
 

@@ -6,7 +6,7 @@ fork of it, confined (limits, unprivileged user, its own view of the file system
 the submission.
 
 The server never loads ctypes or cffi (numpy, IPython and ipykernel work without them): a kernel forked from it
-has no foreign-function interface in its memory, and the tamper guard refuses to let the notebook load one.
+has no foreign-function interface in its memory.
 What needs system calls Python lacks (mount(2)) is done by the mounter, a child the server forks before it
 imports anything, which alone loads ctypes. When grading runs as root the server starts in new mount, PID and
 network namespaces with no new privileges (`unshare`, `setpriv`): it is PID 1 there (when it ends, every
@@ -43,7 +43,7 @@ PRELOAD = ("ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.zmqshell", "i
            "IPython.core.debugger", "IPython.core.completerlib", "IPython.extensions.storemagic", "tornado.queues",
            "tornado.platform.asyncio", "cProfile", "faulthandler", "numpy", "modulecraft.nn", "modulecraft.checks",
            "modulecraft.viz", "ipywidgets", "matplotlib.figure", "matplotlib.backends.backend_agg",
-           "autograder.guard", "autograder.selfcheck")
+           "autograder.probes", "autograder.selfcheck")
 # ipykernel sets it in every kernel (unless set); matplotlib reads it once, when it is imported (by the server)
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
 FFI = ("_ctypes", "ctypes", "_cffi_backend", "cffi")  # never imported by the server, hence by no kernel
@@ -82,8 +82,11 @@ def serve(listener: socket.socket) -> None:
     os.environ.setdefault("MPLBACKEND", INLINE_BACKEND)
     for module in PRELOAD:
         __import__(module)
+    _import_every_probe()
     _format_a_traceback()
     _flush_only_what_was_written()
+    import gc
+    gc.freeze()  # a kernel's garbage collections never walk the 250,000 objects it inherits from the server
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children (and, as PID 1, orphans) vanish: no zombies
     while True:
         ready, _, _ = select.select([listener, sys.stdin], [], [])
@@ -95,6 +98,17 @@ def serve(listener: socket.socket) -> None:
             continue
         if not serve_kernel(connection, mounter):
             return
+
+
+def _import_every_probe() -> None:
+    """The chapters' probes, in memory before any kernel: their source files are hidden from kernels (see
+    `sandbox.repository_secrets`), so that no notebook can copy a hidden probe's text into its outputs."""
+    import importlib
+    import pkgutil
+
+    import autograder.probes
+    for info in pkgutil.iter_modules(autograder.probes.__path__):
+        importlib.import_module(f"autograder.probes.{info.name}")
 
 
 def _format_a_traceback() -> None:
@@ -203,6 +217,9 @@ def become_kernel(request: dict, stdio: list[int]) -> None:
         os.dup2(fd, target)
     os.closerange(3, 1 << 20)  # nothing of the server's or the keeper's stays open in the kernel
     os.chdir(request["cwd"])
+    for procs in request.get("cgroups", []):  # the kernel's control groups (memory and processes, children included)
+        with open(procs, "w") as joined:
+            joined.write(str(os.getpid()))
     import resource
     for name, value in request["limits"].items():
         resource.setrlimit(getattr(resource, name), (value, value))
@@ -312,12 +329,15 @@ def mount_all(operations: list[list[str]], call, mounted: list[bytes]) -> None:
 class Server:
     """This process's forkserver, started on first use, gone when this process is."""
 
-    def __init__(self, namespaces: bool):
+    def __init__(self, namespaces: bool, modulecraft: "os.PathLike | None" = None):
+        """`modulecraft`: the folder whose modulecraft the server and its kernels import (first on sys.path)."""
         self.name = f"modulecraft-forkserver-{os.getpid()}-{os.urandom(8).hex()}"
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         listener.bind(abstract(self.name))  # in this process's network namespace: stubs reach it, kernels do not
         listener.listen(16)
         env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+        if modulecraft is not None:
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(modulecraft), env.get("PYTHONPATH", "")]))
         command = [*NO_NEW_PRIVILEGES, sys.executable, "-m", "autograder.forkserver", "serve", str(listener.fileno())]
         # stdin is a pipe from this process: when it closes (this process ended), the server ends too.
         self.process = subprocess.Popen([*(NAMESPACES if namespaces else ()), *command],

@@ -54,7 +54,7 @@ from traitlets import default
 from traitlets.config import Config
 
 from . import config as course_config
-from . import forkserver, guard
+from . import cgroups, forkserver
 from .filelock import exclusive
 
 MEMORY_LIMIT_MB = int(os.environ.get("MODULECRAFT_KERNEL_MEMORY_MB", 2048))
@@ -75,9 +75,10 @@ events: list[str] = []
 _open: list["Sandbox"] = []
 # What kernels started by this process must not see: set by the grader for the course it grades.
 hidden: list[Path] = []
-# The tamper guard's key for the notebook this process grades (set by `integrity.InsertGuard`): put in each
-# kernel's folder, where the guard reads and deletes it before any student code runs.
-guard_key: bytes | None = None
+# The folder whose `modulecraft` the next kernels import (`answer_key.build`: the chapter's answer key removed),
+# and what goes into their environment (the probes' seed); both set by the grader for the submission it grades.
+kernel_modulecraft: Path | None = None
+kernel_env: dict[str, str] = {}
 
 
 def hide_from_kernels(*paths: Path) -> None:
@@ -106,14 +107,24 @@ def kernel_needs() -> list[Path]:
 KERNEL_PACKAGES = ("reference", "autograder")  # what a kernel imports from the repository
 
 
+def kernel_packages() -> tuple[str, ...]:
+    """The repository's folders a kernel may see: not the reference when it imports a copy with the answer key
+    removed (the whole reference is that answer key)."""
+    if kernel_modulecraft is None or kernel_modulecraft.resolve() == course_config.REPO_ROOT / "reference":
+        return KERNEL_PACKAGES
+    return tuple(name for name in KERNEL_PACKAGES if name != "reference")
+
+
 def repository_secrets() -> list[Path]:
-    """Every folder of the repository a kernel does not import from: the course sources with hidden tests,
-    but also `.git` (their history), tests, built demos and workspaces. In a git worktree, also its `.git` file
-    and the same folders of the main checkout that file names, which hold the same hidden tests."""
+    """Every folder of the repository a kernel does not import from: the course sources with hidden tests, but
+    also `.git` (their history), tests, built demos and workspaces; and the probes' source (kernels get the probes
+    already imported by their forkserver). In a git worktree, also its `.git` file and the same folders of the main
+    checkout that file names, which hold the same hidden tests."""
     repo = course_config.REPO_ROOT
     secrets = [course_config.COURSE_SOURCE]
     for checkout in (repo, *main_checkout(repo)):
-        keep = {checkout / name for name in KERNEL_PACKAGES}
+        secrets.append(checkout / "autograder" / "probes")
+        keep = {checkout / name for name in kernel_packages()}
         keep |= {checkout / path.resolve().relative_to(checkout).parts[0] for path in kernel_needs()
                  if path.resolve().is_relative_to(checkout) and path.resolve() != checkout}
         secrets += (p for p in checkout.iterdir() if p.is_dir() and p not in keep)
@@ -197,7 +208,7 @@ class Sandbox:
     def __init__(self, hidden: list[Path], data_dir: str | None):
         self.hidden = sorted({p.resolve() for p in hidden if p.exists()})
         self.as_root = running_as_root()
-        self.slot_lock = self.watchdog = self.pid = None
+        self.slot_lock = self.watchdog = self.pid = self.group = None
         self.closed = False
         self.slot, self.user = self._claim_slot() if self.as_root else (None, None)
         _open.append(self)
@@ -215,8 +226,6 @@ class Sandbox:
             for item in Path(data_dir).iterdir():
                 if item.is_file() and item.suffix != ".ipynb":
                     shutil.copy(item, self.workdir / item.name)
-        if guard_key is not None:
-            (self.workdir / guard.KEY_FILE).write_bytes(guard_key)
         if self.user:
             for path in [self.workdir, *self.workdir.rglob("*")]:
                 os.chown(path, self.user.pw_uid, self.user.pw_gid)
@@ -257,6 +266,7 @@ class Sandbox:
                    PYTHONDONTWRITEBYTECODE="1", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
         if self.user:
             env.update(USER=self.user.pw_name, LOGNAME=self.user.pw_name)
+        env.update(kernel_env)
         return env
 
     def wrap(self, kernel_cmd: list[str]) -> list[str]:
@@ -267,6 +277,8 @@ class Sandbox:
         if self.as_root:
             limits["RLIMIT_NPROC"] = PROCESS_LIMIT
             spec["user"] = [self.user.pw_uid, self.user.pw_gid]
+            self.group = cgroups.Group.for_slot(self.slot, MEMORY_LIMIT_MB * 2**20, PROCESS_LIMIT)
+            spec["cgroups"] = self.group.procs_files() if self.group else []
             if namespaces_available():
                 spec["mounts"] = self._mounts()
         return kernel_server().kernel_command(spec, kernel_cmd)
@@ -317,6 +329,8 @@ class Sandbox:
             _kill_group(self.pid)
         if self.user:
             _kill_user(self.user.pw_uid)
+        if self.group:
+            self.group.close()
         _remove(self.workdir)
         if self.stage:
             _remove(self.stage)
@@ -432,19 +446,25 @@ def _mark_unrun(nb) -> None:
                 "error", ename=KERNEL_GONE, evalue=why, traceback=[f"{KERNEL_GONE}: {why}"]))
 
 
-_server: forkserver.Server | None = None
+_servers: dict[Path | None, forkserver.Server] = {}  # this process's forkservers, by the modulecraft they preload
+SERVERS_KEPT = 3  # chapters graded in turn keep their servers; the least recently used beyond this one is stopped
 
 
 def kernel_server() -> forkserver.Server:
-    """This process's forkserver, started on first call (a forked grading worker starts its own: a server serves
-    one kernel at a time). A worker calls it as it is prepared: the server imports while the worker gets on."""
-    global _server
-    if _server is None or _server.pid != os.getpid() or _server.process.poll() is not None:
+    """This process's forkserver for the kernels' modulecraft (`kernel_modulecraft`), started on first call (a forked
+    grading worker starts its own: a server serves one kernel at a time). A worker calls it as it is prepared:
+    the server imports while the worker gets on."""
+    server = _servers.pop(kernel_modulecraft, None)
+    if server is None or server.pid != os.getpid() or server.process.poll() is not None:
         namespaces = running_as_root() and namespaces_available()
         if namespaces:
             share_state_dir()  # before the server's mount namespace is made: it must receive the kernels' folders
-        _server = forkserver.Server(namespaces)
-    return _server
+        server = forkserver.Server(namespaces, kernel_modulecraft)
+    _servers[kernel_modulecraft] = server  # the most recently used last
+    mine = [key for key, other in _servers.items() if other.pid == os.getpid()]
+    for key in mine[:-SERVERS_KEPT]:
+        _servers.pop(key).stop()
+    return server
 
 
 def share_state_dir() -> None:
@@ -540,7 +560,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         kw["cwd"] = str(self.sandbox.workdir)
         kw["env"] = self.sandbox.env(kw.get("env") or os.environ)
         kernel_cmd, kw = await super()._async_pre_start_kernel(**kw)
-        # The input history (hidden tests included) kept in memory only, where the guard scrubs it: no file. And no
+        # No input history file (nothing of a kernel outlives it). And no
         # sleep before each cell's reply (ipykernel's stopgap for output arriving late: 0.5 ms a cell; nbclient
         # waits for the cell's idle status on IOPub, sent after all its output, anyway).
         kernel_cmd = [*kernel_cmd, "--HistoryManager.enabled=False", "--Kernel._execute_sleep=0"]

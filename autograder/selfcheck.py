@@ -5,9 +5,8 @@ In a notebook, the chapter's last cell runs `check_my_work()`; in a terminal, `p
 cached under `~/.cache/modulecraft/selfcheck`, built from the course's source chapters, and print the score
 of every graded test cell with its feedback.
 
-The self-check grades through the same pipeline as the class, so the same defences apply: the tamper guard
-and its signed verdicts, test cells scored by their signed "passed" line, hidden tests scrubbed from history
-and from outputs. Without root there is no slot user, namespace (network, private folders) or tmpfs quota:
+The self-check grades through the same pipeline as the class: the kernel's modulecraft without the chapter's
+answer key, the probes' observations judged outside the kernel on a fresh seed. Without root there is no slot user, namespace (network, private folders) or tmpfs quota:
 only the resource limits (memory, file size, open files, CPU time) confine the kernel.
 """
 from __future__ import annotations

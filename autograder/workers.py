@@ -4,7 +4,7 @@ A grading worker (a process of the local pool, or a Dask worker on any machine) 
 coordinator's gradebook. It keeps a private scratch grading folder per course, made once per process from a
 `CourseBundle` the coordinator ships: the chapters' source files (with hidden tests) and a copy of the
 gradebook holding only the assignments (no student, no grade). In that folder it runs nbgrader's own
-`autograde` on one submission at a time, inside our sandbox and tamper guard, and returns the autograded
+`autograde` on one submission at a time, inside our sandbox, judges its tests outside the kernel, and returns the autograded
 folder's files and what went wrong (`GradedSubmission`). Nothing else travels back.
 
 Why the coordinator imports the *autograded notebook*, not the scratch gradebook's numbers: it replays
@@ -45,7 +45,7 @@ from nbgrader.apps import NbGraderAPI
 from nbgrader.coursedir import CourseDirectory
 
 from . import config as course_config
-from . import integrity, sandbox, tuning
+from . import answer_key, integrity, probes, sandbox, tuning, verdicts
 
 # Where a worker makes its scratch grading folder (default: the Dask worker's --local-directory, or the temp dir).
 SCRATCH_ENV_VAR = "MODULECRAFT_WORKER_SCRATCH"
@@ -194,7 +194,7 @@ REPLAYED_BY_THE_COORDINATOR = ("nbgrader.preprocessors.SaveAutoGrades", "nbgrade
 
 
 def nbgrader_api(root, course_id: str = course_config.COURSE_ID, *, grading: bool = False) -> NbGraderAPI:
-    """nbgrader's API on grading folder `root`; with `grading`, our sandbox and tamper guard are plugged in, and
+    """nbgrader's API on grading folder `root`; with `grading`, our sandbox and the verdicts are plugged in, and
     the steps the coordinator replays are left out (their writes to the scratch gradebook were thrown away)."""
     _put_our_scripts_on_path()
     cfg = course_config.nbgrader_config(root, course_id)
@@ -230,7 +230,7 @@ class _Scratch:
 
 
 _scratches: dict[str, _Scratch] = {}  # course fingerprint -> its folder
-# One submission at a time per process: the sandbox's events and the guard's verdict are per process.
+# One submission at a time per process: the sandbox's events and the verdicts' seed are per process.
 _one_at_a_time = threading.Lock()
 
 
@@ -349,9 +349,10 @@ def _autograde(api: NbGraderAPI, root: Path, student: str, chapter: str) -> Outc
     if integrity.is_ungradable(problems):
         outcome.needs_review = problems
     else:
+        sandbox.kernel_modulecraft = answer_key.build(chapter)
         for attempt in (1, 2):  # a kernel that died or timed out may have been starved by load: once more
             outcome.attempts = attempt
-            integrity.reset_verdict()
+            sandbox.kernel_env = {probes.SEED_ENV_VAR: str(verdicts.start(chapter).seed)}
             sandbox.events.clear()
             result = api.autograde(chapter, student, force=True, create=True)
             sandbox.raise_shortage()  # not graded at all (the coordinator lists it as failed), never scored 0
@@ -362,8 +363,7 @@ def _autograde(api: NbGraderAPI, root: Path, student: str, chapter: str) -> Outc
         # held for a person to look at, whether or not nbgrader produced an autograded notebook.
         outcome.needs_review = problems + failures
         if (root / "autograded" / student / chapter).is_dir():
-            outcome.notes = integrity.limits_hit()  # these cells scored zero, the others count
-            outcome.needs_review += integrity.verdict()
+            outcome.notes = list(verdicts.limits)  # these cells scored zero, the others count
     outcome.seconds = round(time.monotonic() - started, 2)
     return outcome
 

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Makes sure a system program the course needs is present, installing Debian's package when we are root.
 #   system-packages.sh require graphviz   -> fail with instructions if `dot` cannot be had
-#   system-packages.sh optional chromium  -> warn loudly (browser tests will skip) if it cannot be had
+#   system-packages.sh optional chromium  -> warn loudly (saying what goes without it) if it cannot be had
 set -uo pipefail
 mode=$1 package=$2
 case $package in
   graphviz) program=dot;      debs="graphviz fonts-dejavu-core"
-            advice="Debian/Ubuntu: sudo apt-get install graphviz fonts-dejavu-core | conda: conda install -c conda-forge graphviz | macOS: brew install graphviz" ;;
+            advice="Debian/Ubuntu: sudo apt-get install graphviz fonts-dejavu-core | conda: conda install -c conda-forge graphviz | macOS: brew install graphviz"
+            without="the course's drawings will show as text" ;;
   chromium) program=chromium; debs="chromium fonts-dejavu-core"
-            advice="Debian/Ubuntu: sudo apt-get install chromium" ;;
+            advice="Debian/Ubuntu: sudo apt-get install chromium"
+            without="the browser tests will be SKIPPED" ;;
   *) echo "system-packages.sh: unknown package $package" >&2; exit 2 ;;
 esac
 
@@ -23,11 +25,11 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
 fi
 
 if [ "$mode" = require ]; then
-  echo "modulecraft: Graphviz's '$program' program is required and was not found on PATH." >&2
+  echo "modulecraft: the '$program' program is required and was not found on PATH." >&2
   echo "  Install it, then run the command again.  $advice" >&2
   exit 1
 fi
 echo "################################################################################" >&2
-echo "modulecraft: '$program' is not available: the browser tests will be SKIPPED." >&2
+echo "modulecraft: '$program' is not available: $without." >&2
 echo "  $advice" >&2
 echo "################################################################################" >&2

@@ -85,14 +85,28 @@ SWALLOWS_INTERRUPTS = "while True:\n    try:\n        while True:\n            p
 MEMORY_BOMB = "hog = []\nwhile True:\n    hog.append(bytearray(50 * 2**20))"
 FORK_LOOP = "import subprocess\nchildren = [subprocess.Popen(['sleep', '120']) for _ in range(200)]"  # bounded
 HUGE_OUTPUT = "for _ in range(100_000):\n    print('spam ' * 40)\n" + GOOD_ADD
+# Observations copied from a run of the probes on the reference (here: the learning seed, which anyone can run):
+# they describe other inputs than the grader's seed draws.
+FORGES_OBSERVATIONS = """
+import autograder.probes as probes
+from IPython.display import display
+def forged(grade_id):
+    run = probes.run_probe(grade_id, probes.Reference(probes.yours_of("90_toy")), probes.LEARNING_SEED)
+    display({probes.MIME: {"grade_id": grade_id, "observed": [c.observed for c in run.checks]}}, raw=True)
+probes.run_tests = forged
+def add(a, b):
+    raise NotImplementedError
+def scale(x, factor):
+    raise NotImplementedError
+"""
 ALWAYS_EQUAL = "class Always:\n    def __eq__(self, other):\n        return True\n\ndef add(a, b):\n    return Always()"
 
 # name: (how the notebook is made, expected total score, status, phrase the report must contain)
 SUBMISSIONS = {
     "good": (cells(), 5, "graded", None),
-    # A hang or a crash, twice: held for review (points kept from nobody until a person looks).
+    # A hang or a crash, twice: held for review (no points until a person looks).
     "infinite-loop": (cells(add="while True:\n    pass"), 0, "needs review", "time limit"),
-    "ignores-sigint": (cells(add=IGNORES_SIGINT), 0, "needs review", "time limit"),  # ended by the guard's deadline
+    "ignores-sigint": (cells(add=IGNORES_SIGINT), 0, "needs review", "ignored the interrupt"),
     "swallows-interrupts": (cells(add=SWALLOWS_INTERRUPTS), 0, "needs review", "ignored the interrupt"),
     "os-exit": (cells(add="import os\nos._exit(1)"), 0, "needs review", "kernel exited"),
     "memory-bomb": (cells(add=MEMORY_BOMB), 3, "graded", "cell add ran out of memory"),
@@ -106,26 +120,32 @@ SUBMISSIONS = {
     "duplicated-test": (edited(duplicate), 0, "needs review", "test cell 'test_scale' appears 2 times"),
     "reordered-test": (edited(lambda c: c.insert(index(c, "add"), c.pop(index(c, "test_add")))), 0,
                        "needs review", "reordered"),
-    "edited-test": (edited(lambda c: c[index(c, "test_add")].__setitem__("source", "pass")), 0, "needs review",
-                    "test cell 'test_add' was edited"),
+    # (nbgrader puts the course's text back: an edited test cell, or one from an older course version, runs as it is)
+    "edited-test": (edited(lambda c: c[index(c, "test_add")].__setitem__("source", "pass")), 5, "graded", None),
     "solution-as-markdown": (edited(to_markdown), 0, "needs review", "solution cell 'scale' was turned into a markdown"),
-    "patches-numpy": (cells(add="np.allclose = lambda *args, **kwargs: True\n" + WRONG_ADD), 0, "needs review",
-                      "numpy.allclose was replaced"),
-    "patches-builtins": (cells(add="import builtins\nbuiltins.abs = lambda x: 0\n" + GOOD_ADD), 0,
-                         "needs review", "builtins.abs was replaced"),
+    # Tampering with what a test compares with gains nothing: the verdict is made outside the kernel.
+    "patches-numpy": (cells(add="np.allclose = lambda *args, **kwargs: True\n" + WRONG_ADD), 3, "graded", None),
+    # (the kernel's probe uses abs() too: what a notebook breaks in its own kernel can only cost it points)
+    "patches-builtins": (cells(add="import builtins\nbuiltins.abs = lambda x: 0\n" + GOOD_ADD), 3, "graded", None),
     "patches-assertion-error": (cells(add="import builtins\nclass Lenient(Exception):\n    pass\n"
-                                          "builtins.AssertionError = Lenient\n" + WRONG_ADD), 0, "needs review",
-                                "builtins.AssertionError was replaced"),
+                                          "builtins.AssertionError = Lenient\n" + WRONG_ADD), 3, "graded", None),
     "swallows-assertions": (cells(add="get_ipython().set_custom_exc((AssertionError,), lambda *a, **k: None)\n"
-                                      + WRONG_ADD), 0, "needs review", "custom exception handlers"),
-    "patches-checks": (cells(add="import modulecraft.checks\nmodulecraft.checks.expect = lambda *a, **k: None\n"
-                                 + GOOD_ADD), 0, "needs review", "modulecraft.checks.expect was replaced"),
-    "always-equal": (cells(add=ALWAYS_EQUAL), 0, "needs review", "class 'Always' compares equal to anything"),
-    "sets-trace": (cells(add="import sys\nsys.settrace(lambda *args: None)\n" + GOOD_ADD), 0, "needs review",
-                   "sys.settrace"),
-    # This one rewrites the guard's own cells too, so what shows is the guard falling silent.
+                                      + WRONG_ADD), 3, "graded", None),
+    "always-equal": (cells(add=ALWAYS_EQUAL), 3, "graded", None),
+    "sets-trace": (cells(add="import sys\nsys.settrace(lambda *args: None)\n" + GOOD_ADD), 5, "graded", None),
     "rewrites-cells": (cells(add="get_ipython().input_transformers_post.append(lambda lines: ['pass\\n'])\n"
-                                 + WRONG_ADD), 0, "needs review", "the tamper guard could not report"),
+                                 + WRONG_ADD), 0, "graded", None),
+    "forges-observations": (cells(add=FORGES_OBSERVATIONS), 0, "graded", None),
+    # A test cell that ends quietly (bdb.BdbQuit, which IPython swallows), or an error cleared after the cell
+    # (a post_execute callback), shows no observation: no pass.
+    "quits-the-tests": (cells(add="import bdb, autograder.probes\n"
+                                  "def quit(grade_id):\n    raise bdb.BdbQuit\n"
+                                  "autograder.probes.run_tests = quit\n" + WRONG_ADD), 0, "graded", None),
+    "clears-errors-after-cells": (cells(add="import sys\nget_ipython().events.register('post_execute', "
+                                            "lambda: setattr(sys, 'last_value', None))\n" + WRONG_ADD), 3, "graded",
+                                  None),
+    "patches-checks": (cells(add="import modulecraft.checks\nmodulecraft.checks.expect = lambda *a, **k: None\n"
+                                 + GOOD_ADD), 5, "graded", None),
     "reads-and-writes-outside": (read_and_write_outside, 5, "graded", None),
 }
 

@@ -22,7 +22,8 @@ STUDENTS = {
     "cy": ("solved", {"scale": SCALE_IN_PLACE}, {"test_add": 2, "test_scale": 0}),
     "di": ("blank", {}, {"test_add": 0, "test_scale": 0}),
 }
-HIDDEN_SOURCE = ["BEGIN HIDDEN TESTS", "add([-1.5], [0.5])", "x = np.ones(2)", "scale(x, 2) is not x"]
+# The probes' source and the grader's expected observations never reach feedback (nor do tracebacks).
+HIDDEN_SOURCE = ["BEGIN HIDDEN TESTS", "draw.array", "yours.scale(x, factor) is not x", "Expected:"]
 
 
 def visible_text(page: str) -> str:
@@ -60,9 +61,9 @@ def test_release_collect_grade_feedback_export(toy_course, tmp_path, capsys):
         for hidden in HIDDEN_SOURCE:
             assert hidden not in page, f"{student}'s feedback shows hidden test source {hidden!r}"
         assert "Traceback (most recent call last)" not in page  # tracebacks would quote hidden lines
-    # What remains is the assertion message, written for the learner.
+    # What remains is the verdict: the check that failed and what the learner's code gave.
     assert "scale must return a new array, not modify its input" in feedback["cy"]
-    assert "add([1, 2], [3, 4]) should be [4, 6]" in feedback["bo"]
+    assert "add of two arrays" in feedback["bo"] and "Got:" in feedback["bo"]
 
     output = tmp_path / "grades.csv"
     assert main(["export", *root, "--output", str(output)]) == 0

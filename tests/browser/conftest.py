@@ -114,5 +114,8 @@ def lab(learner_lab):
 
 @pytest.fixture(scope="session")
 def instructor_lab(request, tmp_path_factory):
-    course = Course(tmp_path_factory.mktemp("instructor") / "course", source=COURSE_SOURCE)
+    """The instructor's JupyterLab on a grading folder made from a copy of the course: JupyterLab writes
+    `.ipynb_checkpoints/` beside each notebook it opens, and none may land in the repository's course/."""
+    base = tmp_path_factory.mktemp("instructor")
+    course = Course(base / "course", source=shutil.copytree(COURSE_SOURCE, base / "source"))
     yield from _serve(request, course.root, "instructor", tmp_path_factory.mktemp("instructor-jupyter"))

@@ -23,7 +23,7 @@ def test_the_formgrader_opens_from_the_nbgrader_menu_and_lists_the_chapters(page
 
 
 def test_create_assignment_shows_the_chapters_nbgrader_cells_and_points(page, instructor_lab):
-    source = f"source/{CHAPTER}/{CHAPTER}.ipynb"  # the course root links the repository's course/source
+    source = f"source/{CHAPTER}/{CHAPTER}.ipynb"  # the course root links a copy of the repository's course/source
     cells = nbformat.read(COURSE_SOURCE / CHAPTER / f"{CHAPTER}.ipynb", as_version=4).cells
     points = sum(cell.metadata.get("nbgrader", {}).get("points", 0) for cell in cells)
     Notebook.open(page, instructor_lab, source)

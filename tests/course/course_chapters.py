@@ -99,3 +99,36 @@ def with_cell_replaced(nb, grade_id: str, source: str) -> nbformat.NotebookNode:
     (cell,) = [c for c in copy.cells if nbgrader_meta(c).get("grade_id") == grade_id]
     cell.source = source.strip("\n")
     return copy
+
+
+def builds_on(chapter: str) -> dict[str, list[str]]:
+    """Which exercises of `chapter` call which others of it while graded (its probe module's `BUILDS_ON`)."""
+    from autograder import probes
+    return getattr(probes.chapter_module(chapter), "BUILDS_ON", {})
+
+
+def delegating(answers, chapter: str) -> nbformat.NotebookNode:
+    """`answers` with every name the learner writes replaced by the reference's own: a function that calls it, a
+    class that subclasses it (what `super()` or a one-line subclass would do)."""
+    import ast
+
+    from autograder import probes
+    yours = probes.yours_of(chapter)
+    copy = nbformat.from_dict(answers)
+    for cell in copy.cells:
+        if not nbgrader_meta(cell).get("solution"):
+            continue
+        defined = [node.name for node in ast.parse(cell.source).body
+                   if isinstance(node, (ast.FunctionDef, ast.ClassDef))]
+        lines = []
+        for name in defined:
+            if name not in yours:
+                continue
+            module, _, qualname = yours[name].partition(":")
+            where = f"__import__('importlib').import_module({module!r}).{qualname}"
+            if isinstance(probes.resolve(yours[name]), type):
+                lines.append(f"class {name}({where}):\n    pass\n")
+            else:
+                lines.append(f"def {name}(*args, **kwargs):\n    return {where}(*args, **kwargs)\n")
+        cell.source = "\n".join(lines) or "raise NotImplementedError()"
+    return copy

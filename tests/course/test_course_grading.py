@@ -11,13 +11,19 @@ import re
 import nbformat
 import pytest
 
-from course_chapters import (CHAPTERS, exercise_test_cells, graded_cells, nbgrader_meta, read_notebook, solved,
-                             with_cell_replaced, wrong_implementations)
+from course_chapters import (CHAPTERS, builds_on, delegating, exercise_test_cells, graded_cells, nbgrader_meta,
+                             read_notebook, solved, with_cell_replaced, wrong_implementations)
 
 pytestmark = pytest.mark.slow
 
+def _worth_points(chapter: str, solution_id: str) -> bool:
+    graded = graded_cells(read_notebook(chapter))
+    return sum(graded[g] for g in exercise_test_cells(solution_id, graded)) > 0
+
+
+# (a prediction worth no points cannot lose any: its mistakes are listed, for the visible test's feedback)
 WRONG = [pytest.param(chapter, wrong, id=f"{chapter}-{wrong['mistake']}")
-         for chapter in CHAPTERS for wrong in wrong_implementations(chapter)]
+         for chapter in CHAPTERS for wrong in wrong_implementations(chapter) if _worth_points(chapter, wrong["grade_id"])]
 
 
 @pytest.fixture(scope="session")
@@ -31,6 +37,7 @@ def graded(course, release, tmp_path_factory):
             answers = solved(nbformat.read(release(chapter), as_version=4), read_notebook(chapter))
             course.submit("solved", chapter, _write(folder / "solved.ipynb", answers))
             course.submit("untouched", chapter, release(chapter))
+            course.submit("delegates", chapter, _write(folder / "delegates.ipynb", delegating(answers, chapter)))
             for wrong in wrong_implementations(chapter):
                 submission = with_cell_replaced(answers, wrong["grade_id"], wrong["source"])
                 course.submit(wrong["mistake"], chapter, _write(folder / f"{wrong['mistake']}.ipynb", submission))
@@ -60,15 +67,37 @@ def test_untouched_release_scores_zero_on_every_graded_cell(chapter, graded):
     assert {gid: score for gid, (score, _) in scores.items() if score != 0} == {}
 
 
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_untouched_release_feedback_says_what_is_not_written_yet(chapter, graded):
+    page = _text(graded(chapter).feedback_html("untouched", chapter))
+    assert "not written yet" in page
+    assert "Got:      NotImplementedError: \n" not in page and "AssertionError\n" not in page
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_solutions_that_delegate_to_the_reference_score_zero(chapter, graded):
+    """Every name the learner writes defined as a call of (or a subclass of) the reference's own: while grading, the
+    reference has none of them, so the notebook scores what a blank one does, with feedback that says why."""
+    course = graded(chapter)
+    scores = course.scores("delegates", chapter)
+    assert {gid: score for gid, (score, _) in scores.items() if score != 0} == {}
+    feedback = _text(course.feedback_html("delegates", chapter))
+    assert "does not exist while grading" in feedback or "maximum recursion depth" in feedback
+
+
 @pytest.mark.parametrize(("chapter", "wrong"), WRONG)
 def test_wrong_implementation_loses_points_and_feedback_names_it(chapter, wrong, graded):
     course = graded(chapter)
     full = graded_cells(read_notebook(chapter))
     scores = {gid: score for gid, (score, _) in course.scores(wrong["mistake"], chapter).items()}
-    own = exercise_test_cells(wrong["grade_id"], full)
+    own = set(exercise_test_cells(wrong["grade_id"], full))
     assert sum(scores[g] for g in own) < sum(full[g] for g in own), f"{wrong['mistake']} kept full marks"
-    others = {g: scores[g] for g in full if g not in own and scores[g] != full[g]}
-    assert others == {}, "a mistake in one exercise must not cost points in another"
+    # Graded mechanisms run on the learner's code everywhere in the grading kernel: an exercise that calls another
+    # may lose points with it, where the chapter's probes say it builds on it.
+    building = {g for b, calls in builds_on(chapter).items() if wrong["grade_id"] in calls
+                for g in exercise_test_cells(b, full)}
+    others = {g: scores[g] for g in full if g not in own | building and scores[g] != full[g]}
+    assert others == {}, "a mistake in one exercise must not cost points in another it does not build on"
     # The phrase must come from a failing test of this exercise (hints also sit in the visible tests' source) ...
     autograded = nbformat.read(course.root / "autograded" / wrong["mistake"] / chapter / f"{chapter}.ipynb", 4)
     errors = [f"{out.ename}: {out.evalue}" for cell in autograded.cells if nbgrader_meta(cell).get("grade_id") in own

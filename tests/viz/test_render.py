@@ -1,4 +1,4 @@
-"""Display in JupyterLab (inline <svg>), the shared font, and the error when Graphviz's dot is missing."""
+"""Display in JupyterLab (inline <svg>), the shared font, and the error svg() raises when Graphviz's dot is missing."""
 
 import shutil
 import subprocess
@@ -26,18 +26,18 @@ def test_dot_and_the_browser_share_an_installed_font():
     assert "DejaVu Sans" in matched.stdout, "install fonts-dejavu-core (Debian) so dot measures with DejaVu Sans"
 
 
-def test_missing_dot_says_what_to_install(fw, monkeypatch, tmp_path):
+def test_asking_for_the_svg_without_dot_says_what_to_install(fw, monkeypatch, tmp_path):
+    """Only an explicit svg() raises; displaying falls back to text (test_without_dot.py)."""
     monkeypatch.setenv("PATH", str(tmp_path))  # a PATH with no dot on it
     assert shutil.which("dot") is None
     drawing = draw_state_dict_diff(models.mlp(fw), {})  # building the DOT source needs no dot
-    for render in (drawing.svg, drawing._repr_html_, drawing._repr_mimebundle_):
-        with pytest.raises(DotNotFoundError) as raised:
-            render()
-        message = str(raised.value)
-        assert "Graphviz's `dot` program, which is not on PATH" in message
-        assert "sudo apt-get install graphviz" in message
-        assert "conda install -c conda-forge graphviz" in message
-        assert "brew install graphviz" in message
+    with pytest.raises(DotNotFoundError) as raised:
+        drawing.svg()
+    message = str(raised.value)
+    assert "Graphviz's `dot` program, which is not on PATH" in message
+    assert "sudo apt-get install graphviz" in message
+    assert "conda install -c conda-forge graphviz" in message
+    assert "brew install graphviz" in message
 
 
 def test_one_dot_lays_out_every_drawing_as_graphviz_would(fw):

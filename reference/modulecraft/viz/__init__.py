@@ -13,12 +13,13 @@ calls draw a ``modulecraft.nn`` model and a real ``torch.nn`` one; nothing here 
   order; ``.draw()`` is a matplotlib timeline with one lane per module.
 - ``DfsStepper``, ``CallStepper``, ``LoadStepper``: the same mechanisms one step at a time (Next / Back / Reset).
 
-Graphviz's ``dot`` must be installed (``DotNotFoundError`` says how); ``MODULECRAFT_VIZ_FONTSIZE`` enlarges every
-drawing for a projector.
+Graphviz's ``dot`` lays the drawings out. Without it, every drawing (any graphviz graph shown in a kernel) is shown
+as text, the first with how to install ``dot``, so that a notebook still runs to its end; only ``Drawing.svg()``
+raises ``DotNotFoundError``. ``MODULECRAFT_VIZ_FONTSIZE`` enlarges every drawing for a projector.
 """
 
 from .diff import LoadReport, check_state_dict, draw_state_dict_diff
-from .render import DotNotFoundError, Drawing
+from .render import DotNotFoundError, Drawing, show_graphs_as_text_without_dot
 from .steppers import CallStepper, DfsStepper, LoadStepper, step_call, step_load_state_dict, step_named_modules
 from .timeline import Event, Trace, trace_calls
 from .tree import draw_tree
@@ -28,3 +29,5 @@ __all__ = [
     "check_state_dict", "draw_state_dict_diff", "draw_tree", "step_call", "step_load_state_dict",
     "step_named_modules", "trace_calls",
 ]
+
+show_graphs_as_text_without_dot()

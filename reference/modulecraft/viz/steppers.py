@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from html import escape
 
 from . import introspect, style, timeline
-from .render import Drawing, inline_svg
+from .render import Drawing
 from .structure import ModuleTree
 from .tree import RowMark, TreeDrawer, TreeOptions, draw_tree
 
@@ -352,7 +352,7 @@ class Stepper:
     def svg(self, position: int) -> str:
         key = self.drawing_key(position)
         if key not in self._svgs:
-            self._svgs[key] = inline_svg(self.drawing(position).svg())
+            self._svgs[key] = self.drawing(position).inline()
         return self._svgs[key]
 
     def caption(self, position: int) -> str:

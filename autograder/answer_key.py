@@ -1,0 +1,164 @@
+"""The grading kernel's modulecraft: the reference with the answer key taken out.
+
+A chapter's probe module names, in `YOURS`, what the learner writes and where the reference keeps it
+(`"named_modules": "modulecraft.nn.modules.module:Module.named_modules"`). The kernel that grades that chapter
+imports a copy of the reference in which each of those is gone, source and bytecode: a function or method
+becomes a seam that calls the learner's own definition of that name (so `nn.Linear` inside a learner's tree
+walks with the learner's `named_modules`, and `super().named_modules(...)` comes back to the learner's code); a
+class becomes a stub that refuses to be used. Everything else (layers used as fixtures, drawings, checks) stays.
+
+Copies are made once per content (the reference's files and the chapter's list) under a cache folder, and
+handed to the forkserver that starts the chapter's kernels (`sandbox`).
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import modulecraft
+
+from . import probes
+
+REFERENCE = Path(modulecraft.__file__).resolve().parent
+SEAMS_MODULE = "_yours"  # modulecraft._yours, written into every copy
+
+SEAMS_SOURCE = '''\
+"""While grading, this copy of modulecraft has no code of its own for what the chapter asks the learner to write:
+each such function calls the learner's definition of the same name (the notebook's), or says it is missing."""
+import sys
+
+
+def seam(function):
+    """Mark a function of this copy that stands for the learner's."""
+    function.__modulecraft_seam__ = True
+    return function
+
+
+def call(name, where, args, kwargs):
+    function = getattr(sys.modules.get("__main__"), name, None)
+    if function is None:
+        raise NotImplementedError(
+            f"`{name}` is not written yet: while grading, modulecraft has no {where} of its own and uses yours "
+            f"(define `{name}` in the notebook)")
+    if getattr(function, "__modulecraft_seam__", False):
+        raise NotImplementedError(
+            f"`{name}` is modulecraft's own {where}, which does not exist while grading: write your own")
+    return function(*args, **kwargs)
+
+
+class Removed:
+    """What stands in for a class the learner writes."""
+
+    __removed__ = ""
+
+    def __init__(self, *args, **kwargs):
+        raise NotImplementedError(
+            f"{type(self).__removed__} does not exist while grading: it is yours to write in this chapter")
+'''
+
+
+def build(chapter: str, cache: Path | None = None) -> Path:
+    """The folder holding the stripped `modulecraft` for `chapter` (to put first on the kernel's sys.path)."""
+    targets = _targets(probes.yours_of(chapter))
+    if not targets:
+        return REFERENCE.parent
+    digest = hashlib.sha256(repr(sorted(targets.items())).encode())
+    for path in sorted(REFERENCE.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            digest.update(str(path.relative_to(REFERENCE)).encode() + b"\0" + path.read_bytes())
+    base = cache or default_cache()
+    folder = base / f"{chapter}-{digest.hexdigest()[:16]}"
+    if (folder / "modulecraft" / f"{SEAMS_MODULE}.py").exists():
+        return folder
+    base.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() == 0:
+        os.chmod(base, 0o755)
+    staging = Path(tempfile.mkdtemp(prefix=f".{chapter}-", dir=base))
+    package = staging / "modulecraft"
+    shutil.copytree(REFERENCE, package, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for relative, names in _by_file(targets).items():
+        source = package / relative
+        source.write_text(strip(source.read_text(), names, f"modulecraft.{SEAMS_MODULE}"))
+    (package / f"{SEAMS_MODULE}.py").write_text(SEAMS_SOURCE)
+    for path in [staging, *staging.rglob("*")]:
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+    try:
+        staging.rename(folder)
+    except OSError:  # another grading process built the same copy meanwhile
+        shutil.rmtree(staging, ignore_errors=True)
+    return folder
+
+
+def default_cache() -> Path:
+    """Root's under the grader's state folder (kernels run as slot users and read it); anyone else's in their own
+    cache folder, never a shared one (a copy planted there would run as them)."""
+    if os.geteuid() == 0:
+        return Path("/run/modulecraft-grader") / "answer-key-removed"
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "modulecraft" / "answer-key-removed"
+
+
+def _targets(yours: dict[str, str]) -> dict[str, str]:
+    """{"modulecraft.nn.modules.module:Module.named_modules": learner's name}: what modulecraft keeps (answers
+    kept elsewhere, such as numpy's for the grader's own test chapters, are not modulecraft's to remove)."""
+    return {target: name for name, target in yours.items() if target.startswith("modulecraft.")}
+
+
+def _by_file(targets: dict[str, str]) -> dict[Path, dict[str, str]]:
+    files: dict[Path, dict[str, str]] = {}
+    for target, name in targets.items():
+        module, _, qualname = target.partition(":")
+        parts = module.split(".")[1:]
+        relative = Path(*parts).with_suffix(".py")
+        if not (REFERENCE / relative).exists():
+            relative = Path(*parts, "__init__.py")
+        if not (REFERENCE / relative).exists():
+            raise LookupError(f"YOURS names {target!r}, but the reference has no module {module}")
+        files.setdefault(relative, {})[qualname] = name
+    return files
+
+
+def strip(source: str, names: dict[str, str], seams: str) -> str:
+    """`source` with each definition `names` lists (qualname -> the learner's name) replaced by a seam or stub."""
+    tree = ast.parse(source)
+    found = set()
+
+    def visit(body: list, prefix: str) -> list:
+        result = []
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                qualname = prefix + node.name
+                if qualname in names:
+                    found.add(qualname)
+                    node = (_stub_class(node, qualname, seams) if isinstance(node, ast.ClassDef)
+                            else _seam(node, names[qualname], qualname, seams))
+                elif isinstance(node, ast.ClassDef):
+                    node.body = visit(node.body, qualname + ".")
+            result.append(node)
+        return result
+
+    tree.body = visit(tree.body, "")
+    missing = set(names) - found
+    if missing:
+        raise LookupError(f"YOURS names {sorted(missing)}, which this reference file does not define")
+    return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+
+
+def _seam(node: ast.FunctionDef, learner_name: str, qualname: str, seams: str) -> ast.FunctionDef:
+    where = f"`{qualname}`"
+    seams_module = f"__import__({seams!r}, fromlist=['call'])"
+    body = ast.parse(f"return {seams_module}.call({learner_name!r}, {where!r}, args, kwargs)").body
+    marker = ast.parse(f"{seams_module}.seam", mode="eval").body
+    arguments = ast.arguments(posonlyargs=[], args=[], vararg=ast.arg("args"), kwonlyargs=[], kw_defaults=[],
+                              kwarg=ast.arg("kwargs"), defaults=[])
+    return ast.FunctionDef(name=node.name, args=arguments, body=body, decorator_list=[*node.decorator_list, marker],
+                           returns=None, type_comment=None, type_params=[])
+
+
+def _stub_class(node: ast.ClassDef, qualname: str, seams: str) -> ast.ClassDef:
+    return ast.parse(f"class {node.name}(__import__({seams!r}, fromlist=['Removed']).Removed):\n"
+                     f"    __removed__ = {qualname!r}\n").body[0]

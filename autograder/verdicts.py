@@ -1,0 +1,91 @@
+"""The verdict on each test cell, made in the grader's process from what the kernel observed.
+
+The kernel runs each test cell's probe on the learner's code (`autograder.probes`) and displays its observations;
+nothing else it shows or does counts. Here, after the notebook has run, the same probes run on the whole
+reference with the same seed, the two are compared check by check, and the test cell's outputs are replaced by
+the verdict alone: nothing when every check agrees, otherwise one error naming the first check that does not,
+what the learner's code did and the hint. nbgrader then scores the cells as usual (an error: no points).
+
+The seed is drawn per submission when grading starts (`start`), so expected observations exist nowhere before
+the kernel has run, and observations copied from someone else's feedback or notebook describe other inputs.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import secrets
+
+import nbformat
+from nbgrader import utils
+from nbgrader.preprocessors import NbGraderPreprocessor
+
+from . import integrity, probes, sandbox
+
+# The errors the grading run itself gives a cell (time limits, a kernel that ended): they stay, as they are.
+RUN_ERRORS = ("CellTimeoutError", sandbox.KERNEL_GONE, "KeyboardInterrupt")
+FAILED = "TestFailed"
+
+
+@dataclasses.dataclass(frozen=True)
+class Judging:
+    chapter: str
+    seed: int
+
+
+current: Judging | None = None  # the submission this process is grading (one at a time per process)
+limits: list[str] = []  # the limits its notebook ran into, read before nbgrader cuts long outputs
+
+
+def start(chapter: str) -> Judging:
+    """Draw a fresh seed for grading one submission of `chapter`."""
+    global current
+    current = Judging(chapter, secrets.randbits(62))
+    limits.clear()
+    return current
+
+
+@functools.lru_cache(maxsize=32)
+def expected(chapter: str, seed: int) -> dict[str, probes.Run]:
+    """Every probe of `chapter` run on the reference with `seed`."""
+    reference = probes.Reference(probes.yours_of(chapter))
+    return {grade_id: probes.run_probe(grade_id, reference, seed) for grade_id in probes.grade_ids(chapter)}
+
+
+def judge(grade_id: str, outputs: list, runs: dict[str, probes.Run]) -> str | None:
+    """Why the test cell `grade_id` fails, in words for the learner, or None when it passes."""
+    if grade_id not in runs:
+        return "this test cell has no probe in the grader (a course error: tell your instructor)"
+    reports = [output["data"][probes.MIME] for output in outputs
+               if output.get("output_type") == "display_data" and probes.MIME in output.get("data", {})]
+    reports = [report for report in reports if isinstance(report, dict) and report.get("grade_id") == grade_id]
+    if len(reports) != 1 or not isinstance(reports[0].get("observed"), list):
+        errors = [o for o in outputs if o.get("output_type") == "error"]
+        why = f" ({errors[0].get('ename')}: {str(errors[0].get('evalue'))[:200]})" if errors else ""
+        return f"the tests of this cell did not run to the end{why}: run the cells above it first, unchanged"
+    observed = reports[0]["observed"]
+    checks = runs[grade_id].checks
+    for index, check in enumerate(checks):
+        seen = observed[index] if index < len(observed) else None
+        if not probes.agrees(check, seen):
+            return probes.explain(check, seen, show_expected=False)
+    return None
+
+
+class JudgeTests(NbGraderPreprocessor):
+    """Replace each test cell's outputs by its verdict (see the module's docstring)."""
+
+    def preprocess(self, nb, resources):
+        limits[:] = integrity.limits_hit(nb)
+        runs = expected(current.chapter, current.seed)
+        for cell in nb.cells:
+            if cell.cell_type != "code" or not utils.is_grade(cell) or utils.is_solution(cell):
+                continue
+            outputs = cell.get("outputs", [])
+            run_errors = [o for o in outputs if o.get("output_type") == "error" and o.get("ename") in RUN_ERRORS]
+            if run_errors:
+                cell.outputs = run_errors[:1]
+                continue
+            why = judge(cell.metadata["nbgrader"]["grade_id"], outputs, runs)
+            cell.outputs = [] if why is None else [
+                nbformat.v4.new_output("error", ename=FAILED, evalue=why, traceback=[f"{FAILED}: {why}"])]
+        return nb, resources

@@ -1,0 +1,136 @@
+"""Each defence of the grader, shown to matter: with it a hostile notebook gains nothing; without it (taken out
+for the test) the same notebook gains what it was after.
+
+- the seed drawn per submission: observations forged from a run of the probes at home do not match it;
+- rich outputs shown as text in feedback: a notebook's HTML and SVG never reach the feedback page as markup;
+- one control group per kernel: the kernel's children together stay under the kernel's memory limit.
+The answer key's removal is shown on a course chapter in test_answer_key.py.
+"""
+from __future__ import annotations
+
+import os
+
+import nbformat
+import pytest
+
+from autograder import cgroups, feedback, probes, sandbox, synthetic, verdicts
+
+pytestmark = pytest.mark.slow
+
+# A blank notebook that answers each test cell with the observations of the probes run on the answers at home
+# (the learning seed, or any seed it picks): 15 lines, and no implementation.
+FORGES = """
+import autograder.probes as probes
+from IPython.display import display
+def forged(grade_id):
+    run = probes.run_probe(grade_id, probes.Reference(probes.yours_of("90_toy")), probes.LEARNING_SEED)
+    display({probes.MIME: {"grade_id": grade_id, "observed": [c.observed for c in run.checks]}}, raw=True)
+probes.run_tests = forged
+def add(a, b):
+    raise NotImplementedError
+def scale(x, factor):
+    raise NotImplementedError
+"""
+
+
+def _grade(course, tmp_path, student: str, cells: dict[str, str]):
+    notebook = synthetic.with_cells(synthetic.solved(course, "90_toy"), cells)
+    synthetic.write(notebook, tmp_path / f"{student}.ipynb")
+    course.submit(student, "90_toy", tmp_path / f"{student}.ipynb")
+    return course.grade(students=[student]).outcome(student, "90_toy")
+
+
+def test_observations_forged_on_another_seed_earn_nothing(toy_course, tmp_path, monkeypatch):
+    assert _grade(toy_course, tmp_path, "forger", {"add": FORGES}).score == 0
+    # Without a seed of its own per submission (the learning seed for everyone), the forgery is full marks.
+    monkeypatch.setattr(verdicts.secrets, "randbits", lambda bits: probes.LEARNING_SEED)
+    assert _grade(toy_course, tmp_path, "forger-again", {"add": FORGES}).score == 5
+
+
+# (its markup is put together as it runs: the page shows the cell's source, escaped, and must not show it raw)
+SHOWS_MARKUP = """
+from IPython.display import HTML, SVG, display
+tag, handler = "scr" + "ipt", "on" + "error"
+display(HTML(f'<{tag}>window.pwned = 1</{tag}><img src=x {handler}="alert(1)">'))
+display(SVG(f'<svg xmlns="http://www.w3.org/2000/svg"><{tag}>alert(2)</{tag}></svg>'))
+def add(a, b):
+    return np.asarray(a) + np.asarray(b)
+"""
+
+
+def test_feedback_shows_a_notebooks_markup_as_text(toy_course, tmp_path, monkeypatch):
+    def page(student):
+        _grade(toy_course, tmp_path, student, {"add": SHOWS_MARKUP})
+        toy_course.generate_feedback(students=[student])
+        return toy_course.feedback_path(student, "90_toy").read_text()
+
+    shown = page("marks")
+    assert "<script>window.pwned" not in shown and 'onerror="alert(1)"' not in shown and "alert(2)</script>" not in shown
+    assert "HTML object" in shown or "IPython.core.display" in shown or "output, not shown" in shown
+    monkeypatch.setattr(feedback.OutputsAsText, "preprocess_cell", lambda self, cell, resources, index: (cell, resources))
+    assert "<script>window.pwned" in page("marks-again")
+
+
+# Three children, each under the per-process address-space limit, together over the kernel's memory limit.
+HOGS = """
+import subprocess, sys
+child = "import time; hog = bytearray({size}); hog[::4096] = b'x' * len(hog[::4096]); print('held', flush=True); time.sleep(3)"
+children = [subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE) for _ in range(3)]
+held = sum(process.communicate()[0].count(b"held") and process.returncode == 0 for process in children)
+print(f"children that held their memory to the end: {{held}}")
+def add(a, b):
+    return np.asarray(a) + np.asarray(b)
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="control groups are made by a grader running as root")
+def test_a_kernels_children_share_its_memory_limit(toy_course, tmp_path, monkeypatch):
+    trial = cgroups.Group.for_slot(99, 2**30, 64)
+    if trial is None:
+        pytest.skip("this machine gives root no memory and pids control groups")
+    trial.close()
+    monkeypatch.setattr(sandbox, "MEMORY_LIMIT_MB", 600)
+    cells = {"add": HOGS.format(size=250 * 2**20)}
+
+    def held(student):
+        _grade(toy_course, tmp_path, student, cells)
+        graded = nbformat.read(toy_course.root / "autograded" / student / "90_toy" / "90_toy.ipynb", 4)
+        text = "".join(o.get("text", "") for c in graded.cells for o in c.get("outputs", []))
+        return int(text.split("children that held their memory to the end: ")[1].split()[0])
+
+    assert held("hogs") < 3
+    monkeypatch.setattr(cgroups.Group, "for_slot", classmethod(lambda cls, *args: None))
+    assert held("hogs-again") == 3
+
+
+# Print the hidden probes' text, encoded, into the notebook's own output (which the feedback shows).
+PRINTS_PROBES = """
+import base64, inspect
+import autograder.probes.c90_toy as probe_module
+try:
+    text = inspect.getsource(probe_module)
+except (OSError, TypeError) as error:
+    text = f"no source: {type(error).__name__}"
+print("PROBES", base64.b64encode(text.encode()).decode())
+def add(a, b):
+    return np.asarray(a) + np.asarray(b)
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not sandbox.namespaces_available(),
+                    reason="kernels see only their own view of the files when grading runs as root with namespaces")
+def test_a_notebook_cannot_copy_the_probes_text_into_its_outputs(toy_course, tmp_path, monkeypatch):
+    import base64
+
+    def printed(student):
+        _grade(toy_course, tmp_path, student, {"add": PRINTS_PROBES})
+        graded = nbformat.read(toy_course.root / "autograded" / student / "90_toy" / "90_toy.ipynb", 4)
+        text = "".join(o.get("text", "") for c in graded.cells for o in c.get("outputs", []))
+        return base64.b64decode(text.split("PROBES ")[1].split()[0]).decode()
+
+    assert printed("copies") == "no source: OSError"
+    # Without the probes' folder among the kernel's hidden folders, the text is there to take.
+    real = sandbox.repository_secrets
+    monkeypatch.setattr(sandbox, "repository_secrets",
+                        lambda: [path for path in real() if path.name != "probes"])
+    assert "def add(yours, draw, check)" in printed("copies-again")
