@@ -24,7 +24,13 @@ pytestmark = pytest.mark.slow
 WRONG_ADD = "def add(a, b):\n    return np.asarray(a) - np.asarray(b)"
 SCALE_IN_PLACE = "def scale(x, factor):\n    x = np.asarray(x)\n    x *= factor\n    return x"
 SLOW_ADD = "import time\ntime.sleep(1)\ndef add(a, b):\n    return np.asarray(a) + np.asarray(b)"
-EDITED_TEST = 'assert True, "always passes"'
+
+
+def without_a_test(notebook, student: str):
+    """ed's notebook without its cell `test_add`: a changed structure, which a person must look at."""
+    if student == "ed":
+        notebook.cells = [c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade_id") != "test_add"]
+    return notebook
 
 
 def hand_in_class(course, scratch: Path) -> dict:
@@ -34,12 +40,12 @@ def hand_in_class(course, scratch: Path) -> dict:
         ("bo", "90_toy"): ("solved", {"add": WRONG_ADD}, 3.0),
         ("cy", "90_toy"): ("solved", {"scale": SCALE_IN_PLACE}, 2.0),
         ("di", "90_toy"): ("blank", {}, 0.0),
-        ("ed", "90_toy"): ("solved", {"test_add": EDITED_TEST}, 0.0),  # tampered: held for review
+        ("ed", "90_toy"): ("solved", {}, 0.0),  # its test cell deleted (`without_a_test`): held for review
         ("ada", "91_other"): ("solved", {}, 1.0),
         ("bo", "91_other"): ("blank", {}, 0.0),
     }
     for (student, chapter), (start, cells, _) in kinds.items():
-        notebook = synthetic.with_cells(getattr(synthetic, start)(course, chapter), cells)
+        notebook = without_a_test(synthetic.with_cells(getattr(synthetic, start)(course, chapter), cells), student)
         synthetic.write(notebook, scratch / "hand-in.ipynb")
         course.submit(student, chapter, scratch / "hand-in.ipynb")
     return {job: total for job, (_, _, total) in kinds.items()}

@@ -11,13 +11,19 @@ from autograder.reports import CANVAS_IDENTITY, CANVAS_POINTS_ROW, status
 pytestmark = pytest.mark.slow
 
 WRONG_ADD = "def add(a, b):\n    return np.asarray(a) - np.asarray(b)"
-EDITED_TEST = 'assert True, "always passes"'
+
+
+def without_a_test(notebook, student: str):
+    """ed's notebook without its cell `test_add`: a changed structure, which a person must look at."""
+    if student == "ed":
+        notebook.cells = [c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade_id") != "test_add"]
+    return notebook
 CRASH = "import os\nos._exit(1)"
 SUBMISSIONS = {  # (student, chapter): (start, changed cells)
     ("ada", "90_toy"): ("solved", {}),
     ("bo", "90_toy"): ("solved", {"add": WRONG_ADD}),
     ("cy", "90_toy"): ("solved", {"add": CRASH}),  # the kernel dies: held for review
-    ("ed", "90_toy"): ("solved", {"test_add": EDITED_TEST}),  # tampered: held for review
+    ("ed", "90_toy"): ("solved", {}),  # its test cell deleted (`without_a_test`): held for review
     ("bo", "91_other"): ("solved", {}),
     ("di", "91_other"): ("blank", {}),
 }
@@ -28,8 +34,8 @@ def graded(make_toy_course, tmp_path_factory, short_limits):
     folder = tmp_path_factory.mktemp("export")
     course = make_toy_course(folder / "grading")
     for (student, chapter), (start, cells) in SUBMISSIONS.items():
-        synthetic.write(synthetic.with_cells(getattr(synthetic, start)(course, chapter), cells),
-                        folder / "hand-in.ipynb")
+        synthetic.write(without_a_test(synthetic.with_cells(getattr(synthetic, start)(course, chapter), cells),
+                                       student), folder / "hand-in.ipynb")
         course.submit(student, chapter, folder / "hand-in.ipynb")
     report = course.grade()
     assert [o.student for o in report.needs_review] == ["cy", "ed"]
