@@ -135,7 +135,11 @@ def all_scores(course: Course, students: list[str], chapters: list[str]) -> dict
 @contextlib.contextmanager
 def dask_cluster(workers: int):
     from distributed import LocalCluster
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+
+    from autograder.dask_grading import PRELOAD  # no HTTP server (Dask starts one even without a dashboard)
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address="127.0.0.1:0", scheduler_kwargs={"preload": [PRELOAD]},
+                      preload=[PRELOAD]) as cluster:
         yield cluster.scheduler_address
 
 
