@@ -261,9 +261,16 @@ def test_a_member_declaring_more_bytes_than_the_file_holds_is_refused():
         load_bytes(bytes(data))
 
 
-def test_a_flipped_data_byte_fails_the_crc_check():
+def test_a_flipped_pickle_byte_fails_the_crc_check():
     data = bytearray(real_checkpoint())
-    storage = data.index(np.arange(6.0, dtype=np.float32).tobytes())
-    data[storage] ^= 0xFF
-    with pytest.raises(CheckpointError, match="damaged torch checkpoint.*CRC"):
+    data[data.index(b"OrderedDict")] ^= 0x01
+    with pytest.raises(CheckpointError, match="member 'archive/data.pkl' fails its CRC check"):
         load_bytes(bytes(data))
+
+
+def test_a_flipped_storage_byte_changes_a_value_as_with_torch_load():
+    """Storages are not CRC-checked (see torch_zip): torch.load does not check them either."""
+    data = bytearray(real_checkpoint())
+    data[data.index(np.arange(6.0, dtype=np.float32).tobytes()) + 7] ^= 0x80  # the sign of 1.0
+    assert load_bytes(bytes(data))["w"].tolist() == [[0.0, -1.0, 2.0], [3.0, 4.0, 5.0]]
+    assert torch.load(io.BytesIO(bytes(data)), weights_only=True)["w"].tolist() == [[0.0, -1.0, 2.0], [3.0, 4.0, 5.0]]

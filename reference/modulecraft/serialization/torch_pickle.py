@@ -261,15 +261,6 @@ def check_opcodes(data: bytes) -> None:
             if name == "MARK":
                 marks.append(len(stack))
                 continue
-            before = opcode.stack_before
-            if pickletools.markobject in before:
-                mark = marks.pop()
-                items = stack[mark:]
-                del stack[mark:]
-                for _ in range(len(before) - 2):
-                    items.append(stack.pop())
-            else:
-                items = [stack.pop() for _ in before]
             if name in _MEMO_PUTS or name == "MEMOIZE":
                 if name != "MEMOIZE" and argument > len(memo):
                     raise CheckpointError(f"the checkpoint's pickle stores memo entry {argument} at byte {position} "
@@ -278,11 +269,20 @@ def check_opcodes(data: bytes) -> None:
                     memo.append(stack[-1])
                 else:
                     memo[argument] = stack[-1]
-            elif name in _MEMO_GETS:
-                stack.append(memo[argument])
-            elif name == "DUP":
-                stack.append(stack[-1])
-            elif name in _IN_PLACE:
+                continue
+            if name in _MEMO_GETS or name == "DUP":
+                stack.append(memo[argument] if name in _MEMO_GETS else stack[-1])
+                continue
+            before = opcode.stack_before
+            if pickletools.markobject in before:  # [container,] mark, items
+                mark = marks.pop()
+                items = stack[mark:]
+                del stack[mark:]
+                for _ in range(before.index(pickletools.markobject)):
+                    items.append(stack.pop())
+            else:
+                items = [stack.pop() for _ in before]
+            if name in _IN_PLACE:
                 stack.append(items[-1])
             elif opcode.stack_after:
                 depth = 1 + max(items, default=0) if name in _TUPLES else 0
