@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import struct
 import zipfile
 
 import torch
@@ -46,3 +47,30 @@ def replaced(archive: bytes, changes: dict[str, bytes | None]) -> bytes:
         else:
             entries[member] = content
     return zipped(entries)
+
+
+def with_aliases(archive: bytes, target: str, aliases: list[str]) -> bytes:
+    """``archive`` with more directory entries, one per alias, all naming the bytes of the member ``target``:
+    members that overlap, with valid sizes and CRCs (what no zip writer makes, and what zipfile accepts)."""
+    end = archive.rindex(b"PK\x05\x06")
+    count, size, offset = struct.unpack_from("<HII", archive, end + 10)
+    directory = archive[offset:offset + size]
+    position = 0
+    while position < len(directory):  # find the directory record of target
+        name_length, extra_length, comment_length = struct.unpack_from("<HHH", directory, position + 28)
+        record_end = position + 46 + name_length + extra_length + comment_length
+        if directory[position + 46:position + 46 + name_length] == target.encode():
+            record = directory[position:record_end]
+            break
+        position = record_end
+    else:
+        raise KeyError(target)
+    extra = b""
+    for alias in aliases:
+        copy = bytearray(record[:46]) + alias.encode() + record[46 + name_length:]
+        struct.pack_into("<H", copy, 28, len(alias.encode()))
+        extra += copy
+    directory += extra
+    trailer = bytearray(archive[end:])
+    struct.pack_into("<HHI", trailer, 8, count + len(aliases), count + len(aliases), len(directory))
+    return archive[:offset] + directory + bytes(trailer)

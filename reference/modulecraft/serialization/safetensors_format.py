@@ -111,9 +111,7 @@ def load(file: IO[bytes], source: str) -> Any:
         entries = {name: _checked_entry(name, entry, file_size - data_start) for name, entry in header.items()}
         covered = 0
         for _, _, begin, end in sorted(entries.values(), key=lambda entry: entry[2:]):
-            if begin != covered:
-                break
-            covered = end
+            covered = end if begin == covered else -1
         if covered != file_size - data_start:
             raise CheckpointError("its data is not fully covered by its tensors exactly once (a gap, an overlap "
                                   "or bytes past the last tensor)")

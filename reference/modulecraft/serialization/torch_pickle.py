@@ -12,8 +12,9 @@ attributes only on an ``OrderedDict``, where a state_dict keeps its ``_metadata`
 every dict and keeps only a checked ``_metadata``).
 
 Before unpickling, :func:`check_opcodes` walks the opcodes without running them and bounds what C's unpickler
-would do blindly: lengths it would allocate, memo indices, integers too long for cheap arithmetic, the number of
-objects built, and how deeply tuples nest (hashing a tuple nested a million deep crashes the interpreter).
+would do blindly: lengths it would allocate, memo indices, the number of objects built, and how deeply tuples
+nest (hashing a tuple nested a million deep crashes the interpreter). Sizes, strides, offsets and element counts
+must be ints below 2**63 before any arithmetic is done on them: products of megabyte-long ints take seconds.
 """
 
 from __future__ import annotations
@@ -33,15 +34,24 @@ from modulecraft.serialization.header import NESTING_LIMIT
 
 __all__ = ["StateDictUnpickler", "StorageRef", "TensorSpec", "check_opcodes", "materialise"]
 
-# A state_dict's pickle builds about 15 objects per tensor: a million objects is 60,000 tensors.
+# A state_dict's pickle builds about 20 objects per tensor (names, tuples, the storage's persistent id): a million
+# objects is 50,000 tensors. A pickle can ask for a tensor in 5 bytes by reusing memoised arguments, so tensors,
+# the costliest objects to make, are counted on their own.
 _OBJECT_LIMIT = 1_000_000
 _TENSOR_LIMIT = 100_000
 _DIMENSION_LIMIT = 64  # numpy's own limit
 _INT64 = 2**63
 
-_REPR = reprlib.Repr()
+class _ShortRepr(reprlib.Repr):
+    """Error messages quote a hostile value's start: it may be megabytes long, or an int too long to print."""
+
+    def repr_int(self, value: int, level: int) -> str:
+        return repr(value) if value.bit_length() <= 64 else f"<an int of {value.bit_length()} bits>"
+
+
+_REPR = _ShortRepr()
 _REPR.maxstring = _REPR.maxother = 60
-short = _REPR.repr  # a hostile value may be megabytes long: error messages quote its start
+short = _REPR.repr
 
 
 class StorageRef(NamedTuple):
@@ -244,8 +254,7 @@ def check_opcodes(data: bytes) -> None:
 
     C's unpickler allocates a ``bytes`` of the size an opcode declares *before* reading it, and grows its memo
     to the index a PUT names: every declared length must fit in the data (``genops`` reads each argument) and
-    memo indices must come in order, as every pickler writes them. Integers longer than 255 bytes (LONG4) are
-    refused: arithmetic on them is slow and no checkpoint holds one. The stack is simulated to count the objects
+    memo indices must come in order, as every pickler writes them. The stack is simulated to count the objects
     built and to know how deeply each tuple nests.
     """
     stack: list[int] = []  # per stack item: how deeply it nests tuples (the depth hash() recurses to)
@@ -255,9 +264,6 @@ def check_opcodes(data: bytes) -> None:
     try:
         for opcode, argument, position in pickletools.genops(data):
             name = opcode.name
-            if name == "LONG4":
-                raise CheckpointError(f"the checkpoint's pickle holds an integer of more than 2040 bits at byte "
-                                      f"{position}, longer than any checkpoint needs")
             if name == "MARK":
                 marks.append(len(stack))
                 continue
