@@ -154,3 +154,21 @@ def safetensors_bytes(header: dict, data_size: int) -> bytes:
 def test_what_is_not_a_checkpoint_is_refused_clearly(content, message):
     with pytest.raises(CheckpointError, match=message):
         modulecraft.load(io.BytesIO(content))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2], ids=str)
+def test_downloaded_weights_in_bfloat16_or_float8_load_widened_exactly(tmp_path, dtype):
+    every_code = torch.arange(256, dtype=torch.uint8) if dtype.itemsize == 1 else \
+        torch.arange(0, 2**16, 7, dtype=torch.int32).to(torch.uint16)
+    safetensors.torch.save_file({"w": every_code.view(dtype)}, tmp_path / "w.safetensors")
+    loaded = modulecraft.load(tmp_path / "w.safetensors")["w"]
+    assert loaded.dtype == np.float32
+    np.testing.assert_array_equal(loaded, every_code.view(dtype).float().numpy())
+
+
+@pytest.mark.parametrize("dtype", [torch.uint16, torch.uint32, torch.uint64, torch.int8, torch.bool], ids=str)
+def test_every_integer_type_loads(tmp_path, dtype):
+    tensor = torch.tensor([0, 1, 1, 0]).to(dtype)
+    safetensors.torch.save_file({"w": tensor}, tmp_path / "w.safetensors")
+    loaded = modulecraft.load(tmp_path / "w.safetensors")["w"]
+    assert loaded.dtype == tensor.numpy().dtype and loaded.tolist() == tensor.tolist()
