@@ -8,9 +8,11 @@ key ``modulecraft`` of the header's ``__metadata__`` (see :mod:`~modulecraft.ser
 readers ignore it.
 
 Files are read here, not by the package: the header is checked whole first (every dtype known, every shape and
-offset a bounded non-negative int, the tensors covering the data exactly once), then each tensor is read
-straight from the file into the array it becomes: one copy of the data in memory, no more. bfloat16 and float8
-tensors load widened to float32 (see :mod:`~modulecraft.serialization.dtypes`).
+offset a bounded non-negative int, the tensors covering the data exactly once), then the data is read in one
+go into one array, of which every loaded array is a view (writable, as torch's tensors are): one copy of the
+data in memory, no more, and no per-tensor reads. Keeping one of the arrays keeps that whole block alive, as a
+memory-mapped ``torch.load`` does. bfloat16 and float8 tensors load widened to float32 (copies; see
+:mod:`~modulecraft.serialization.dtypes`).
 
 Shared memory (tied weights) is **copied**: each key gets its own bytes. safetensors has no way to say
 "this tensor is that one" (``safetensors.torch`` refuses shared tensors for that reason), and recording an
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import struct
 import sys
 from collections import OrderedDict
@@ -82,12 +85,7 @@ def _checked_entry(name: str, entry: Any, data_size: int) -> tuple[dtypes.Elemen
             and begin <= end <= data_size):
         raise CheckpointError(f"tensor {name!r} has an invalid shape {str(shape)[:60]} or data offsets "
                               f"{str(entry['data_offsets'])[:60]} for {data_size} bytes of data")
-    numel = 0 if 0 in shape else 1
-    for n in shape:
-        numel *= n
-        if numel > data_size:
-            break
-    if numel * kind.raw.itemsize != end - begin:
+    if math.prod(shape) * kind.raw.itemsize != end - begin:  # at most 64 ints below 2**63: a cheap product
         raise CheckpointError(f"tensor {name!r} has an invalid shape {shape} for its {end - begin} bytes of data")
     return kind, tuple(shape), begin, end
 
@@ -115,12 +113,12 @@ def load(file: IO[bytes], source: str) -> Any:
         if covered != file_size - data_start:
             raise CheckpointError("its data is not fully covered by its tensors exactly once (a gap, an overlap "
                                   "or bytes past the last tensor)")
+        data = np.empty(file_size - data_start, np.uint8)
+        if file.readinto(memoryview(data)) != data.size:
+            raise CheckpointError("it is truncated")
         arrays = OrderedDict()
         for name, (kind, shape, begin, end) in entries.items():
-            raw = np.empty(shape, kind.raw)
-            file.seek(data_start + begin)
-            if file.readinto(memoryview(raw.reshape(-1).view(np.uint8))) != end - begin:
-                raise CheckpointError(f"tensor {name!r} is truncated")
+            raw = data[begin:end].view(kind.raw).reshape(shape)
             if sys.byteorder == "big" and kind.raw.itemsize > 1:
                 raw = raw.byteswap().view(kind.raw.newbyteorder("="))
             arrays[name] = kind.load(raw)
