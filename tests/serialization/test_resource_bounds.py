@@ -5,7 +5,6 @@ import io
 import json
 import struct
 import zipfile
-import zlib
 from collections import OrderedDict
 
 import numpy as np

@@ -74,8 +74,8 @@ def split(obj: Mapping[str, Any], reserved: str) -> tuple[dict[str, np.ndarray],
             return {"array": array(name or "", np.asarray(value))}
         if isinstance(value, np.generic):
             return {"scalar": array(name or "", np.asarray(value))}
-        if isinstance(value, dict):
-            node = {"ordered_dict" if isinstance(value, OrderedDict) else "dict": [
+        if type(value) in (dict, OrderedDict):  # not subclasses: they would load as what they derive from
+            node = {"ordered_dict" if type(value) is OrderedDict else "dict": [
                 [encode(key, None, depth + 1), encode(item, flattened_name(name, key), depth + 1)]
                 for key, item in value.items()]}
             metadata = getattr(value, "_metadata", None)

@@ -15,7 +15,8 @@ once its size matches what the pickle declares. A hostile or truncated file give
 :class:`~modulecraft.serialization.errors.CheckpointError` and never a partial result, a crash or a giant
 allocation. The small members (the pickle, byteorder) are checked against their CRCs; storages are not, as
 ``torch.load`` does not check them either: a flipped bit there changes a number, never what is built or how
-much is allocated, and checking would make loading about twice as slow.
+much is allocated, and CRC-32 runs at about a third of the speed of reading (1.4 against 4 GB/s), so checking
+would make loading several times slower.
 
 Differences from ``torch.load``: tensors come back as numpy arrays (views of one array per storage, so shared
 storages still share memory), bfloat16/float8 as float32 and complex32 as complex64 (exactly: numpy has no such
