@@ -57,7 +57,6 @@ def _check_declared_sizes(file: IO[bytes]) -> None:
                 if member.tell() + declared != info.file_size:
                     raise CheckpointError(f"member {info.filename!r} declares {declared} bytes of data for shape "
                                           f"{shape} but has {info.file_size - member.tell()}")
-    file.seek(0)
 
 
 def load(file: IO[bytes], source: str) -> Any:
@@ -65,6 +64,7 @@ def load(file: IO[bytes], source: str) -> Any:
     try:
         ZipMembers(file, "numpy.savez")
         _check_declared_sizes(file)
+        file.seek(0)
         with np.load(file, allow_pickle=False) as archive:
             if _HEADER not in archive.files:
                 raise CheckpointError(f"not a modulecraft checkpoint (no {_HEADER} entry); "
