@@ -261,6 +261,14 @@ def test_a_member_declaring_more_bytes_than_the_file_holds_is_refused():
         load_bytes(bytes(data))
 
 
+@pytest.mark.parametrize("offset", [2**31, 1], ids=["past the end", "inside another member"])
+def test_a_directory_pointing_where_no_member_starts_is_refused(offset):
+    data = bytearray(real_checkpoint())
+    struct.pack_into("<I", data, data.index(b"PK\x01\x02") + 42, offset)  # data.pkl's local header offset
+    with pytest.raises(CheckpointError, match="member 'archive/data.pkl' has no local header where the directory"):
+        load_bytes(bytes(data))
+
+
 def test_a_flipped_pickle_byte_fails_the_crc_check():
     data = bytearray(real_checkpoint())
     data[data.index(b"OrderedDict")] ^= 0x01

@@ -48,9 +48,10 @@ class ZipMembers:
             if info.compress_type != zipfile.ZIP_STORED or info.compress_size != info.file_size:
                 raise CheckpointError(f"member {info.filename!r} is compressed; {writer} stores members uncompressed")
             file.seek(info.header_offset)
-            signature, name_length, extra_length = _LOCAL_HEADER.unpack(file.read(_LOCAL_HEADER.size))
-            if signature != _LOCAL_SIGNATURE:
+            header = file.read(_LOCAL_HEADER.size)
+            if len(header) != _LOCAL_HEADER.size or not header.startswith(_LOCAL_SIGNATURE):
                 raise CheckpointError(f"member {info.filename!r} has no local header where the directory says")
+            _, name_length, extra_length = _LOCAL_HEADER.unpack(header)
             start = info.header_offset + _LOCAL_HEADER.size + name_length + extra_length
             if start + info.file_size > file_size:
                 raise CheckpointError(f"member {info.filename!r} declares {info.file_size} bytes, more than the "
