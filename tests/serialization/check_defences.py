@@ -153,8 +153,8 @@ DEFENCES = {  # name: (file in serialization/, the test files that must fail, th
         '    if False:'),
     'safetensors shapes bounded': (
         'safetensors_format.py', 'test_resource_bounds.py test_safetensors_format.py',
-        '    if not (len(shape) <= _DIMENSION_LIMIT and all(map(_is_count, shape))',
-        '    if not (True'),
+        '    if not (type(shape) is list and len(shape) <= _DIMENSION_LIMIT and all(map(_is_count, shape))',
+        '    if not (type(shape) is list'),
     'safetensors coverage': (
         'safetensors_format.py', 'test_resource_bounds.py test_safetensors_format.py',
         '            covered = end if begin == covered else -1',

@@ -71,23 +71,24 @@ def _is_count(value: Any) -> bool:
     return type(value) is int and 0 <= value < _INT64
 
 
-def _checked_entry(name: str, entry: Any, data_size: int) -> tuple[dtypes.ElementType, tuple, int, int]:
-    """One tensor's type, shape and data offsets, each checked before any arithmetic on them."""
-    if not (type(entry) is dict and type(entry.get("dtype")) is str and type(entry.get("shape")) is list
-            and type(entry.get("data_offsets")) is list and len(entry["data_offsets"]) == 2):
-        raise CheckpointError(f"tensor {name!r} is not described by a dtype, a shape and two data offsets")
-    kind = dtypes.by_safetensors_name(entry["dtype"])
+def _checked_entry(name: str, entry: Any, data_size: int) -> tuple[dtypes.ElementType, list, int, int]:
+    """One tensor's type, shape and data offsets, each checked before any arithmetic on them (inlined: this runs
+    once per tensor, thousands of times for a large model)."""
+    try:
+        dtype, shape, (begin, end) = entry["dtype"], entry["shape"], entry["data_offsets"]
+    except (TypeError, KeyError, ValueError):
+        raise CheckpointError(f"tensor {name!r} is not described by a dtype, a shape and two data offsets") from None
+    kind = dtypes.by_safetensors_name(dtype) if type(dtype) is str else None
     if kind is None:
-        raise CheckpointError(f"tensor {name!r} has the dtype {entry['dtype'][:20]!r}, which modulecraft does not "
-                              "read (it reads BOOL, U8-U64, I8-I64, F16, BF16, F32, F64, C64 and F8 types)")
-    shape, (begin, end) = entry["shape"], entry["data_offsets"]
-    if not (len(shape) <= _DIMENSION_LIMIT and all(map(_is_count, shape)) and _is_count(begin) and _is_count(end)
-            and begin <= end <= data_size):
+        raise CheckpointError(f"tensor {name!r} has the dtype {str(dtype)[:20]!r}, which modulecraft does not read "
+                              "(it reads BOOL, U8-U64, I8-I64, F16, BF16, F32, F64, C64 and F8 types)")
+    if not (type(shape) is list and len(shape) <= _DIMENSION_LIMIT and all(map(_is_count, shape))
+            and _is_count(begin) and _is_count(end) and begin <= end <= data_size):
         raise CheckpointError(f"tensor {name!r} has an invalid shape {str(shape)[:60]} or data offsets "
                               f"{str(entry['data_offsets'])[:60]} for {data_size} bytes of data")
     if math.prod(shape) * kind.raw.itemsize != end - begin:  # at most 64 ints below 2**63: a cheap product
         raise CheckpointError(f"tensor {name!r} has an invalid shape {shape} for its {end - begin} bytes of data")
-    return kind, tuple(shape), begin, end
+    return kind, shape, begin, end
 
 
 def load(file: IO[bytes], source: str) -> Any:
