@@ -100,6 +100,16 @@ def test_an_extension_code_registered_in_copyreg_still_goes_through_the_allow_li
     (OrderedDict(w=Call(OrderedDict, 5)), "damaged"),
     (OrderedDict(w=Tensor(Storage("0", 3, kind="FloatStorage"))), "invalid storage persistent id"),
     (OrderedDict(w=Call(_codecs.encode, "text", "utf-16")), "only to rebuild bytes from latin1"),
+    (OrderedDict(w=Call(torch._utils._rebuild_tensor_v3, Storage("0", 6, kind=torch.storage.UntypedStorage), 0, (1,),
+                        (1,), False, OrderedDict(), torch.float32)), "6 bytes holds no whole number of float32"),
+    (OrderedDict(w=Call(torch._utils._rebuild_tensor_v3, Storage("0", 3), 0, (1,), (1,), False, OrderedDict(),
+                        torch.int32)), "has no element type or another one"),
+    (OrderedDict(w=Tensor(Storage("0", 12, kind=torch.storage.UntypedStorage))), "has no element type"),
+    (OrderedDict(w=Call(torch._utils._rebuild_tensor_v3, Storage("0", 3), 0, (1,), (1,), False, OrderedDict(),
+                        "float32")), "dtype must be a torch dtype"),
+    (OrderedDict(w=Call(torch.Size, [-1])), "torch.Size takes non-negative ints"),
+    (OrderedDict(w=Call(set, torch.float32)), "set called on"),
+    (OrderedDict(w=Call(set, [Storage("0", 3)])), "unexpected value of type StorageRef"),
 ], ids=lambda value: value if isinstance(value, str) else "")
 def test_allowed_callables_with_wrong_arguments_give_our_error(obj, message):
     with pytest.raises(CheckpointError, match=message):
