@@ -279,6 +279,15 @@ def test_a_directory_pointing_where_no_member_starts_is_refused(offset):
         load_bytes(bytes(data))
 
 
+def test_a_flipped_local_extra_length_cannot_shift_where_a_storage_is_read():
+    """Storages carry no checked CRC: a local header's lengths must agree with its fields, or the file is damaged."""
+    data = bytearray(real_checkpoint())
+    header = data.index(b"archive/data/0") - 30  # its first mention: the local header, 30 bytes before the name
+    data[header + 28] ^= 0x04  # the extra field's length
+    with pytest.raises(CheckpointError, match="member 'archive/data/0' has a local header that disagrees"):
+        load_bytes(bytes(data))
+
+
 def test_a_flipped_pickle_byte_fails_the_crc_check():
     data = bytearray(real_checkpoint())
     data[data.index(b"OrderedDict")] ^= 0x01

@@ -14,7 +14,7 @@ import modulecraft
 from modulecraft.serialization import CheckpointError
 from modulecraft.serialization import torch_pickle
 
-from .archives import members, with_aliases, zipped
+from .archives import members, nested_members, with_aliases, zipped
 from .hostile import Storage, Tensor, checkpoint, pickled
 from .limits import MiB, load_limited
 
@@ -31,11 +31,14 @@ def refused(tmp_path, data: bytes, message: str, **limits) -> None:
 
 # --- zip archives: every byte read once -----------------------------------------------------------------------
 
-def test_torch_storages_sharing_one_members_bytes_are_refused(tmp_path):
-    """100 directory entries naming the same 4 MB: 400 MB of arrays from a 4 MB file, undefended."""
-    state = OrderedDict((f"w{i}", Tensor(Storage(str(i), FLOATS), 0, (FLOATS,), (1,))) for i in range(100))
-    data = with_aliases(checkpoint(state, {"0": bytes(4 * FLOATS)}), "archive/data/0",
-                        [f"archive/data/{i}" for i in range(1, 100)])
+def test_torch_storages_sharing_bytes_are_refused(tmp_path):
+    """100 storages, each a member inside the one before: 400 MB of arrays from a 4 MB file, undefended."""
+    names = [f"archive/data/{i}" for i in range(100)]
+    _, sizes = nested_members({}, names[0], names[1:], 4 * FLOATS)
+    state = OrderedDict((f"w{i}", Tensor(Storage(str(i), sizes[name] // 4), 0, (sizes[name] // 4,), (1,)))
+                        for i, name in enumerate(names))
+    data, _ = nested_members({"archive/data.pkl": pickled(state), "archive/byteorder": b"little"}, names[0],
+                             names[1:], 4 * FLOATS)
     refused(tmp_path, data, "overlap in the file; torch.save never writes one byte for two members", memory=300 * MiB)
 
 
@@ -50,11 +53,11 @@ def npz_entries(count: int, array: np.ndarray) -> dict[str, bytes]:
     return entries
 
 
-def test_npz_members_sharing_bytes_are_refused(tmp_path):
+def test_npz_directory_entries_naming_one_members_bytes_are_refused(tmp_path):
+    """100 directory entries naming the same 4 MB member: refused as their local header names another member."""
     data = with_aliases(zipped(npz_entries(100, np.zeros(FLOATS, np.float32))), "w0.npy",
                         [f"w{i}.npy" for i in range(1, 100)])
-    refused(tmp_path, data, "overlap in the file; numpy.savez never writes one byte for two members",
-            memory=300 * MiB)
+    refused(tmp_path, data, "member 'w1.npy' has a local header that disagrees with the directory", memory=300 * MiB)
 
 
 def test_a_deflated_npz_member_is_refused_uninflated(tmp_path):

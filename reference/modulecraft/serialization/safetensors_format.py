@@ -37,6 +37,7 @@ import safetensors.numpy
 
 from modulecraft.serialization import dtypes
 from modulecraft.serialization.errors import CheckpointError
+from modulecraft.serialization.file_bytes import read_into
 from modulecraft.serialization.header import assemble, split
 
 __all__ = ["save", "load", "looks_like_safetensors"]
@@ -115,8 +116,7 @@ def load(file: IO[bytes], source: str) -> Any:
             raise CheckpointError("its data is not fully covered by its tensors exactly once (a gap, an overlap "
                                   "or bytes past the last tensor)")
         data = np.empty(file_size - data_start, np.uint8)
-        if file.readinto(memoryview(data)) != data.size:
-            raise CheckpointError("it is truncated")
+        read_into(file, data_start, data, "its data")
         arrays = OrderedDict()
         for name, (kind, shape, begin, end) in entries.items():
             raw = data[begin:end].view(kind.raw).reshape(shape)

@@ -73,7 +73,7 @@ def _storage_reader(archive: ZipMembers, member, big_endian: bool) -> Callable[[
         if kind.torch_name not in typed:
             if not raw:
                 raw.append(np.empty(member.size, np.uint8))
-                archive.read_into(member, memoryview(raw[0]))
+                archive.read_into(member, raw[0])
             array = raw[0].view(kind.raw)
             if big_endian and kind.raw.itemsize > 1:
                 array = array.view(kind.raw.newbyteorder(">")).astype(kind.raw)

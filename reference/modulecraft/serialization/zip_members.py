@@ -15,12 +15,26 @@ import zipfile
 import zlib
 from typing import IO, NamedTuple
 
+import numpy as np
+
 from modulecraft.serialization.errors import CheckpointError
+from modulecraft.serialization.file_bytes import read_into
 
 __all__ = ["Member", "ZipMembers"]
 
 _LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature ... file name length, extra field length
 _LOCAL_SIGNATURE = b"PK\x03\x04"
+
+
+def _local_fields_agree(fields: bytes, name_length: int, name: str) -> bool:
+    """Whether a local header's name is the directory's and its extra field a whole number of records (id, size,
+    data): storages carry no checked CRC, so a flipped length here must not shift where their bytes are read."""
+    if fields[:name_length].decode("utf-8", "replace") != name and fields[:name_length] != name.encode("cp437", "replace"):
+        return False
+    extra, position = fields[name_length:], 0
+    while position + 4 <= len(extra):
+        position += 4 + struct.unpack_from("<H", extra, position + 2)[0]
+    return position == len(extra)
 
 
 class Member(NamedTuple):
@@ -52,6 +66,9 @@ class ZipMembers:
             if len(header) != _LOCAL_HEADER.size or not header.startswith(_LOCAL_SIGNATURE):
                 raise CheckpointError(f"member {info.filename!r} has no local header where the directory says")
             _, name_length, extra_length = _LOCAL_HEADER.unpack(header)
+            if not _local_fields_agree(file.read(name_length + extra_length), name_length, info.orig_filename):
+                raise CheckpointError(f"member {info.filename!r} has a local header that disagrees with the "
+                                      "directory: the file is damaged")
             start = info.header_offset + _LOCAL_HEADER.size + name_length + extra_length
             if start + info.file_size > file_size:
                 raise CheckpointError(f"member {info.filename!r} declares {info.file_size} bytes, more than the "
@@ -74,8 +91,6 @@ class ZipMembers:
             raise CheckpointError(f"member {member.name!r} fails its CRC check: the file is damaged")
         return data
 
-    def read_into(self, member: Member, buffer: memoryview) -> None:
-        """Fill ``buffer`` (exactly the member's size) with its bytes, with no copy in between and no CRC check."""
-        self.file.seek(member.start)
-        if self.file.readinto(buffer) != member.size:
-            raise CheckpointError(f"member {member.name!r} is truncated")
+    def read_into(self, member: Member, out: np.ndarray) -> None:
+        """Fill ``out`` (a flat uint8 array of exactly the member's size) with its bytes, with no CRC check."""
+        read_into(self.file, member.start, out, f"member {member.name!r}")
