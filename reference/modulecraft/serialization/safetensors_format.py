@@ -8,10 +8,9 @@ key ``modulecraft`` of the header's ``__metadata__`` (see :mod:`~modulecraft.ser
 readers ignore it.
 
 Files are read here, not by the package: the header is checked whole first (every dtype known, every shape and
-offset a bounded non-negative int, the tensors covering the data exactly once), then the data is read in one
-go into one array, of which every loaded array is a view (writable, as torch's tensors are): one copy of the
-data in memory, no more, and no per-tensor reads. Keeping one of the arrays keeps that whole block alive, as a
-memory-mapped ``torch.load`` does. bfloat16 and float8 tensors load widened to float32 (copies; see
+offset a bounded non-negative int, the tensors covering the data exactly once), then every tensor is read
+straight into the array it becomes (:mod:`~modulecraft.serialization.file_bytes`): one copy of the data in
+memory, no more. bfloat16 and float8 tensors load widened to float32 (see
 :mod:`~modulecraft.serialization.dtypes`).
 
 Shared memory (tied weights) is **copied**: each key gets its own bytes. safetensors has no way to say
@@ -37,7 +36,7 @@ import safetensors.numpy
 
 from modulecraft.serialization import dtypes
 from modulecraft.serialization.errors import CheckpointError
-from modulecraft.serialization.file_bytes import read_into
+from modulecraft.serialization.file_bytes import read_pieces
 from modulecraft.serialization.header import assemble, split
 
 __all__ = ["save", "load", "looks_like_safetensors"]
@@ -115,11 +114,12 @@ def load(file: IO[bytes], source: str) -> Any:
         if covered != file_size - data_start:
             raise CheckpointError("its data is not fully covered by its tensors exactly once (a gap, an overlap "
                                   "or bytes past the last tensor)")
-        data = np.empty(file_size - data_start, np.uint8)
-        read_into(file, data_start, data, "its data")
+        raws = {name: np.empty(shape, kind.raw) for name, (kind, shape, _, _) in entries.items()}
+        pieces = [(entries[name][2], raw.reshape(-1).view(np.uint8)) for name, raw in raws.items()]
+        read_pieces(file, data_start, sorted(pieces, key=lambda piece: piece[0]), "its data")
         arrays = OrderedDict()
-        for name, (kind, shape, begin, end) in entries.items():
-            raw = data[begin:end].view(kind.raw).reshape(shape)
+        for name, raw in raws.items():
+            kind = entries[name][0]
             if sys.byteorder == "big" and kind.raw.itemsize > 1:
                 raw = raw.byteswap().view(kind.raw.newbyteorder("="))
             arrays[name] = kind.load(raw)

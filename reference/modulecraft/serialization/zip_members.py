@@ -18,7 +18,7 @@ from typing import IO, NamedTuple
 import numpy as np
 
 from modulecraft.serialization.errors import CheckpointError
-from modulecraft.serialization.file_bytes import read_into
+from modulecraft.serialization.file_bytes import read_pieces
 
 __all__ = ["Member", "ZipMembers"]
 
@@ -93,4 +93,4 @@ class ZipMembers:
 
     def read_into(self, member: Member, out: np.ndarray) -> None:
         """Fill ``out`` (a flat uint8 array of exactly the member's size) with its bytes, with no CRC check."""
-        read_into(self.file, member.start, out, f"member {member.name!r}")
+        read_pieces(self.file, member.start, [(0, out)], f"member {member.name!r}")
