@@ -107,7 +107,7 @@ def load(f: PathOrFile, format: str | None = None) -> Any:
     object is read whole into memory first.
     """
     if isinstance(f, (str, os.PathLike)):
-        with open(f, "rb") as file:
+        with open(f, "rb", buffering=0) as file:  # unbuffered: reads are few, small or straight into arrays
             return _load(file, repr(os.fspath(f)), format)
     # from where the caller's file object stands, in memory: seekable from 0 whatever the object
     return _load(io.BytesIO(f.read()), "the checkpoint", format)

@@ -64,17 +64,13 @@ def _member(archive: ZipMembers, name: str):
         raise CheckpointError(f"no member {short(name)}: the archive is incomplete") from None
 
 
-def _storage_reader(archive: ZipMembers, member, big_endian: bool) -> Callable[[dtypes.ElementType], np.ndarray]:
-    """The storage in ``member`` as a flat array of a given type: read once, straight into its final array."""
-    raw: list[np.ndarray] = []
+def _typed_views(raw: np.ndarray, big_endian: bool) -> Callable[[dtypes.ElementType], np.ndarray]:
+    """A storage's bytes as a flat array of a given type (one array per type, made once)."""
     typed: dict[str, np.ndarray] = {}
 
     def as_type(kind: dtypes.ElementType) -> np.ndarray:
         if kind.torch_name not in typed:
-            if not raw:
-                raw.append(np.empty(member.size, np.uint8))
-                archive.read_into(member, raw[0])
-            array = raw[0].view(kind.raw)
+            array = raw.view(kind.raw)
             if big_endian and kind.raw.itemsize > 1:
                 array = array.view(kind.raw.newbyteorder(">")).astype(kind.raw)
             typed[kind.torch_name] = kind.load(array)
@@ -109,14 +105,15 @@ def load(file: IO[bytes], source: str) -> Any:
             raise
         except Exception as error:  # only allowed callables ran: any failure is a malformed pickle
             raise CheckpointError(f"the checkpoint's pickle is damaged ({type(error).__name__}: {error})") from None
-        storages = {}
+        members = {}
         for key, ref in unpickler.storages.items():
-            member = _member(archive, f"{folder}data/{key}")
+            member = members[key] = _member(archive, f"{folder}data/{key}")
             if member.size != ref.nbytes:
                 raise CheckpointError(f"storage member {short(member.name)} has {member.size} bytes but the pickle "
                                       f"declares {ref.nbytes}")
-            storages[key] = _storage_reader(archive, member, byteorder == "big")
-        return materialise(obj, storages)
+        raws = {key: np.empty(member.size, np.uint8) for key, member in members.items()}
+        archive.read_into({members[key]: raw for key, raw in raws.items()})  # one pass over the file, no copy
+        return materialise(obj, {key: _typed_views(raw, byteorder == "big") for key, raw in raws.items()})
     except CheckpointError as error:  # raised without the file's name, which is added here
         raise type(error)(f"{source}: {error}") from None
     except (*ZIP_DAMAGE, TypeError) as error:  # and unhashable values
