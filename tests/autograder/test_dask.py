@@ -295,6 +295,8 @@ def test_the_kubernetes_snippet_runs_dask_commands_the_virtualenv_has(monkeypatc
     [scheduler] = spec["spec"]["scheduler"]["spec"]["containers"]
     assert worker["args"][:2] == ["dask", "worker"] and scheduler["args"][:2] == ["dask", "scheduler"]
     assert worker["args"].count("--nthreads") == 1 and worker["args"][worker["args"].index("--nthreads") + 1] == "1"
+    for container in (worker, scheduler):  # no HTTP server in the pods either
+        assert container["args"][container["args"].index("--preload") + 1] == "autograder.dask_preload"
     assert worker["resources"]["limits"]["cpu"] == "1" and spec["spec"]["worker"]["replicas"] == 20
     [(root, options)] = CourseThatRecords.runs
     assert root == ".grading" and options["scheduler"] == KubeClusterWithoutKubernetes.scheduler_address
