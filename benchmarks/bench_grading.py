@@ -44,6 +44,7 @@ from tests.course.course_chapters import wrong_implementations  # noqa: E402
 
 TARGET_VS_STOCK_PARALLEL = 3.0
 TARGET_VS_FLOOR = 3.0
+STOCK = ("stock-sequential", "stock-per-core")  # nbgrader as shipped: it cannot give our verdicts
 
 
 def generate_class(course: Course, students: int, chapters: list[str], scratch: Path) -> None:
@@ -220,9 +221,12 @@ def main() -> None:
         print(f"scores of {name} identical to ours: {not keys} ({len(reference) - len(keys)}/{len(reference)})")
         for key in keys[:5]:
             print(f"  differs {key}: {graded[name][key]} vs ours {reference[key]}")
+    if any(different.get(name) for name in STOCK):
+        print("  (stock judges in the kernel, with the whole reference there: where one exercise builds on another,"
+              " a mistake costs stock fewer cells; delegating to the reference would earn stock full marks)")
     if args.keep is None:
         shutil.rmtree(scratch)
-    raise SystemExit(1 if any(different.values()) else 0)
+    raise SystemExit(1 if any(different.get(name) for name in different if name not in STOCK) else 0)
 
 
 def _on_dask(workers: int, root, students, chapters, cores) -> float:
