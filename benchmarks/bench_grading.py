@@ -17,7 +17,8 @@ grading folder per contender, each graded in turn:
 
 Prints each time, per notebook, the ratios against the targets (>= 3x stock per-core, within 3x of the floor
 per notebook, near-linear Dask scaling), the load average around each run (the machine may be shared), and
-whether every contender gave every submission the same scores. With `--rounds N` the contenders take turns N
+which submissions each contender scored otherwise than ours (stock may: it judges in the kernel with the whole
+reference; ours on Dask must not, or the run fails). With `--rounds N` the contenders take turns N
 times and the ratios use each one's best time.
 """
 from __future__ import annotations
