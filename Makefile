@@ -26,6 +26,7 @@ setup: $(VENV)/.installed-runtime
 setup-test: $(VENV)/.installed-test
 	@bash scripts/system-packages.sh require graphviz
 	@bash scripts/system-packages.sh optional chromium
+	@bash scripts/system-packages.sh optional openssl
 
 # Stamps are rebuilt whenever pyproject.toml or the install script changes.
 $(VENV)/.installed-runtime: pyproject.toml scripts/install.sh

@@ -49,6 +49,8 @@ def main(argv=None) -> int:
     p.add_argument("--roster", type=Path, help="canvas: Canvas's gradebook export, to map student ids to Canvas")
     p.add_argument("--roster-key", default="SIS Login ID",
                    help="canvas: the roster column that holds our student ids (default: SIS Login ID)")
+    p.add_argument("--chapter", action="append",
+                   help="only this chapter (repeatable; default: plain, every chapter; canvas, the released ones)")
 
     command("status", "what was graded, and what needs a manual look and why")
 
@@ -59,7 +61,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         return COMMANDS[args.command](args)
-    except (FileNotFoundError, FileExistsError, ValueError, LookupError) as error:
+    except (FileNotFoundError, FileExistsError, ValueError, LookupError, ConnectionError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
 
@@ -105,12 +107,12 @@ def cmd_feedback(args) -> int:
 def cmd_export(args) -> int:
     from .reports import export_canvas, export_csv
     if args.format == "canvas":
-        rows = export_canvas(_course(args), args.output, args.roster, args.roster_key)
+        rows = export_canvas(_course(args), args.output, args.roster, args.roster_key, args.chapter)
         print(f"wrote {rows} student(s) to {args.output} (Canvas: Grades > Import)")
     elif args.roster:
         raise ValueError("--roster is for --format canvas")
     else:
-        rows = export_csv(_course(args), args.output)
+        rows = export_csv(_course(args), args.output, args.chapter)
         print(f"wrote {rows} row(s) to {args.output}")
     return 0
 

@@ -1,22 +1,30 @@
 """Grading on a Dask cluster: the same worker code as the local pool, on as many machines as the class needs.
 
 `grade(scheduler, bundle, tasks)` connects to the scheduler at `scheduler` (`tcp://host:8786`), or starts a
-`LocalCluster` for "local", registers a worker plugin that prepares every worker (also those that join
-later) from the course bundle once, and submits one task per submission. Results come back as they finish;
-the coordinator (`grading.grade_class`) imports each once, so every submission is graded exactly once in
-the gradebook whatever happens on the workers:
+`LocalCluster` for "local", registers a worker plugin of this run (`dask_plugin.PrepareCourse`, named after the
+course's fingerprint and the run) that prepares every worker, also those that join later, and submits one task
+per submission. Several runs and several courses share a cluster: each run has its own plugin, Dask resource
+and task keys, each course its own scratch folder on a worker. Results come back as they finish; the
+coordinator (`grading.grade_class`) imports each once, so every submission is graded exactly once in the
+gradebook whatever happens on the workers:
 
 - a worker that dies mid-notebook: the scheduler gives its tasks to other workers (up to Dask's
   `distributed.scheduler.allowed-failures` deaths per task, then the submission is reported as not graded);
-- a task that raises (e.g. the scratch disk filled up): retried `RETRIES` times, anywhere.
+- a task that raises (e.g. the scratch disk filled up): retried `RETRIES` times, anywhere;
+- a worker that cannot grade (the project not installed, another grader version, no sandbox): named, and left
+  out of the run (its tasks need a resource only prepared workers offer).
+
+At the end of the run (also on Ctrl-C) the plugin is unregistered: the scheduler no longer holds the course,
+and each worker removes the course's scratch folder unless another run still grades it. Should the coordinator
+die first, a scheduler plugin of the run (`dask_plugin.ForgetRunWithItsClient`) does it when its client leaves.
 
 Workers need the same repository checkout and virtualenv as the coordinator (the kernels import
 `modulecraft` and `autograder` from it); the chapters' source files and the course's gradebook structure
 travel in the plugin. Run workers with one thread each (`--nthreads 1`): a worker process grades one
 notebook at a time (more would wait on a lock), so use `--nworkers` for more notebooks per machine.
 
-Dask is not a sandbox: anyone who can reach the scheduler can run code on the workers. Keep scheduler and
-workers on a private network or use TLS (`tls://` addresses with Dask's security settings); the
+Dask is not a sandbox: anyone who can reach the scheduler or a worker can run code on the workers. Keep them
+on loopback or a private network, or use TLS (`tls://` addresses with Dask's security settings); the
 submissions themselves are always run inside our sandbox on the workers.
 """
 from __future__ import annotations
@@ -24,62 +32,181 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-from collections.abc import Iterator
+import pickle
+import socket
+import time
+import uuid
+from collections.abc import Callable, Iterator
 
+import cloudpickle
+import dask.config
 from distributed import Client, LocalCluster, as_completed
-from distributed.diagnostics.plugin import WorkerPlugin
+from distributed.comm.addressing import parse_address, parse_host_port
 
-from .workers import SCRATCH_ENV_VAR, CourseBundle, GradedSubmission, Task, grade_task, prepare_worker
+from . import dask_plugin
+from .workers import CourseBundle, GradedSubmission, Task, grade_task, grader_version
 
 SCHEDULER_ENV_VAR = "MODULECRAFT_DASK_SCHEDULER"
 RETRIES = 2  # a task that raised runs again, on any worker
-PLUGIN_NAME = "modulecraft-course"
 IN_FLIGHT = 1000  # tasks on the cluster at once: enough for hundreds of workers, a bounded memory on the scheduler
+CONNECT_TIMEOUT = 20  # seconds for a scheduler to answer
+WORKER_TIMEOUT = 600  # seconds to wait for a first worker able to grade (Slurm jobs may queue a while)
+CHECK_WORKERS_EVERY = 5.0  # seconds between looks for workers that joined and cannot grade
+PRELOAD = "autograder.dask_preload"  # no HTTP server on our schedulers and workers (see that module)
+
+cloudpickle.register_pickle_by_value(dask_plugin)  # a worker without the project can still load the plugin
 
 
-class PrepareCourse(WorkerPlugin):
-    """Makes each worker's scratch grading folder from the course bundle, once per worker process."""
+class ClusterError(ConnectionError):
+    """A problem with the cluster the instructor can fix, in one line."""
 
-    def __init__(self, bundle: CourseBundle):
-        self.bundle = bundle
 
-    def setup(self, worker) -> None:
-        prepare_worker(self.bundle, os.environ.get(SCRATCH_ENV_VAR) or os.path.join(worker.local_directory,
-                                                                                      "modulecraft"))
+def check_scheduler(address: str, timeout: float = CONNECT_TIMEOUT) -> None:
+    """Raise `ClusterError` unless a Dask scheduler answers at `address` within `timeout` seconds: Dask's own
+    client waits forever on a port that accepts connections but never speaks Dask (the dashboard's HTTP)."""
+    protocol, location = parse_address(address)
+    if protocol == "tls":
+        if not (dask.config.get("distributed.comm.tls.ca-file", None)
+                and dask.config.get("distributed.comm.tls.client.cert", None)):
+            raise ClusterError(f"{address} is a TLS address, and this machine has no Dask TLS settings: set "
+                               "DASK_DISTRIBUTED__COMM__TLS__CA_FILE, DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT and "
+                               "DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY (see INSTRUCTORS.md, TLS)")
+        return  # the TLS handshake itself fails fast on a port that is not the scheduler's
+    if protocol != "tcp":
+        return
+    host, port = parse_host_port(location)
+    deadline, last_error = time.monotonic() + timeout, None
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection((host, port), timeout=max(0.1, deadline - time.monotonic())) as probe:
+                probe.settimeout(max(0.1, deadline - time.monotonic()))
+                if probe.recv(1):  # a Dask server greets first
+                    return
+                last_error = "it closed the connection"
+        except TimeoutError:
+            raise ClusterError(f"{address} accepts connections but is not a Dask scheduler (no Dask greeting in "
+                               f"{timeout:g} s): the dashboard's port (8787)? The scheduler's is 8786 by default"
+                               ) from None
+        except OSError as error:  # refused (not started yet?), unreachable, unknown host
+            last_error = error.strerror or str(error)
+        time.sleep(0.5)
+    raise ClusterError(f"no Dask scheduler answered at {address} within {timeout:g} s ({last_error}): is it "
+                       "running, and are its host and port these?")
 
 
 @contextlib.contextmanager
-def connect(scheduler: str, workers: int | None = None) -> Iterator[Client]:
-    """A client of the cluster at `scheduler`, or of a new LocalCluster of `workers` one-thread processes."""
+def connect(scheduler: str, workers: int | None = None, say: Callable[[str], None] = lambda _: None
+            ) -> Iterator[Client]:
+    """A client of the cluster at `scheduler`, or of a new LocalCluster of `workers` one-thread processes on
+    loopback, without HTTP servers."""
     if scheduler != "local":
-        with Client(scheduler) as client:
+        say(f"connecting to the Dask scheduler at {scheduler}")
+        check_scheduler(scheduler)
+        try:
+            client = Client(scheduler, timeout=CONNECT_TIMEOUT)
+        except (OSError, TypeError, ValueError) as error:  # e.g. a TLS certificate the scheduler refuses
+            raise ClusterError(f"could not connect to the Dask scheduler at {scheduler}: "
+                               f"{str(error).splitlines()[0]}") from None
+        with client:
             yield client
         return
-    with LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster, Client(cluster) as client:
+    count = workers or os.cpu_count() or 1
+    say(f"starting a local Dask cluster of {count} worker(s)")
+    with LocalCluster(n_workers=count, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address="127.0.0.1:0", scheduler_kwargs={"preload": [PRELOAD]},
+                      preload=[PRELOAD]) as cluster, Client(cluster) as client:
         yield client
 
 
-def grade(scheduler: str, bundle: CourseBundle, tasks: Iterator[Task], workers: int | None = None
-          ) -> Iterator[tuple[Task, GradedSubmission | BaseException]]:
+class Workers:
+    """The workers of one run: which can grade it, and which were left out and why (said once each)."""
+
+    def __init__(self, client: Client, run: str, say: Callable[[str], None]):
+        self.client, self.run, self.say = client, run, say
+        self.left_out: dict[str, str] = {}
+
+    def fit(self) -> list[str]:
+        """Addresses of the workers prepared for the run; names and leaves out those that cannot grade it."""
+        info = self.client.scheduler_info(n_workers=-1)["workers"]
+        fit = [address for address, worker in info.items() if worker.get("resources", {}).get(self.run)]
+        reasons = self.client.run(dask_plugin.unfit_reasons, self.run, on_error="return")
+        for address, reason in reasons.items():
+            if isinstance(reason, BaseException):
+                reason = f"{type(reason).__name__}: {reason}"
+            if reason and address not in fit and address not in self.left_out:
+                self.left_out[address] = reason
+                name = str(info.get(address, {}).get("name", address))
+                self.say(f"left out worker {name if name == address else f'{name} ({address})'}: {reason}")
+        return fit
+
+    def wait_for_one(self, timeout: float = WORKER_TIMEOUT) -> int:
+        """The number of workers able to grade, once there is one; `ClusterError` if every worker that joined
+        cannot grade, or none joined within `timeout` seconds."""
+        deadline, waiting = time.monotonic() + timeout, False
+        while True:
+            fit = self.fit()
+            if fit:
+                return len(fit)
+            joined = self.client.scheduler_info(n_workers=-1)["workers"]
+            if joined and set(joined) <= set(self.left_out):
+                raise ClusterError(f"no worker can grade this course: {len(joined)} left out (above)")
+            if time.monotonic() > deadline:
+                raise ClusterError(f"no worker able to grade joined the scheduler within {timeout:g} s")
+            if not waiting:
+                self.say("waiting for workers to join the scheduler")
+                waiting = True
+            time.sleep(1)
+
+
+def grade(scheduler: str, bundle: CourseBundle, tasks: Iterator[Task], workers: int | None = None,
+          say: Callable[[str], None] | None = None) -> Iterator[tuple[Task, GradedSubmission | BaseException]]:
     """(task, result or exception) for each task, as they complete on the cluster; at most `IN_FLIGHT` tasks
-    (each carrying one submission's files) are on the cluster at a time."""
-    with connect(scheduler, workers) as client:
-        client.register_plugin(PrepareCourse(bundle), name=PLUGIN_NAME)
-        running = {}
+    (each carrying one submission's files) are on the cluster at a time. `say` hears the start-up phases and
+    the workers left out."""
+    say = say or (lambda _: None)
+    run = f"modulecraft-{bundle.sha256[:12]}-{uuid.uuid4().hex[:8]}"  # this run's plugin, resource and keys
+    with connect(scheduler, workers, say) as client:
+        say(f"preparing {len(client.scheduler_info(n_workers=-1)['workers'])} worker(s) for the course")
+        forget = dask_plugin.ForgetRunWithItsClient(client.id, run)
+        client.register_plugin(forget, name=forget.name)  # should this process die before the end of the run
+        try:
+            client.register_plugin(dask_plugin.PrepareCourse(pickle.dumps(bundle), run, grader_version()),
+                                   name=run)
+        except Exception as error:  # a worker could not even load the plugin: it is left out below
+            say(f"a worker could not load the grading plugin: {str(error).splitlines()[0]}")
+        try:
+            cluster = Workers(client, run, say)
+            say(f"grading on {cluster.wait_for_one()} worker(s)")
+            yield from _run(client, run, tasks, cluster)
+        finally:
+            client.unregister_worker_plugin(run)  # the course leaves the scheduler and the workers' disks
+            client.unregister_scheduler_plugin(forget.name)
 
-        def send(task: Task):
-            future = client.submit(grade_task, task, key=task.key, retries=RETRIES)
-            running[future] = task
-            return future
 
-        completed = as_completed([send(task) for task in itertools.islice(tasks, IN_FLIGHT)])
-        for future in completed:
-            upcoming = next(tasks, None)
-            if upcoming is not None:
-                completed.add(send(upcoming))
-            try:
-                result = future.result()
-            except Exception as error:  # KilledWorker, or what the task raised on its last retry
-                result = error
-            yield running.pop(future), result
+def _run(client: Client, run: str, tasks: Iterator[Task], cluster: Workers):
+    running = {}
+
+    def send(task: Task):
+        future = client.submit(grade_task, task, key=f"{task.key}-{run[-8:]}", retries=RETRIES,
+                               resources={run: 1})
+        running[future] = task
+        return future
+
+    completed = as_completed([send(task) for task in itertools.islice(tasks, IN_FLIGHT)])
+    checked = time.monotonic()
+    while not completed.is_empty():
+        if time.monotonic() - checked > CHECK_WORKERS_EVERY:
+            cluster.fit()  # names the workers that joined and cannot grade
+            checked = time.monotonic()
+        if not completed.has_ready():
+            time.sleep(0.05)
+            continue
+        future = next(completed)
+        upcoming = next(tasks, None)
+        if upcoming is not None:
+            completed.add(send(upcoming))
+        try:
+            result = future.result()
+        except Exception as error:  # KilledWorker, or what the task raised on its last retry
+            result = error
+        yield running.pop(future), result

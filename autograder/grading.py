@@ -78,7 +78,9 @@ def grade_class(course, jobs, *, workers=None, progress=None, force=False, sched
     on the Dask cluster at `scheduler` (an address, or "local" for a LocalCluster of `workers` processes).
 
     Submissions graded before and unchanged since are skipped unless `force`.
-    `progress(done, total, outcome)` is called after each submission.
+    `progress(done, total, outcome)` is called after each submission, with the `Outcome`, or the
+    (student, chapter, why) of one that could not be graded; `progress.phase(text)`, if there is one, hears
+    the start-up phases and the Dask workers left out.
     """
     started = time.monotonic()
     todo, done = [], []
@@ -94,20 +96,25 @@ def grade_class(course, jobs, *, workers=None, progress=None, force=False, sched
         bundle = CourseBundle.of(course.root, course.source, course.course_id)
         # read when sent: a MOOC's submissions need not all be in memory at once
         tasks = (submission_task(course.root, student, chapter, bundle) for student, chapter in todo)
+        say = getattr(progress, "phase", None)
         if scheduler is None:
-            results = _local_pool(course.root, bundle, tasks, min(workers or os.cpu_count() or 1, len(todo)))
+            pool_size = min(workers or os.cpu_count() or 1, len(todo))
+            if say is not None:
+                say(f"starting {pool_size} local worker(s)")
+            results = _local_pool(course.root, bundle, tasks, pool_size)
         else:
             from . import dask_grading
-            results = dask_grading.grade(scheduler, bundle, tasks, workers)
+            results = dask_grading.grade(scheduler, bundle, tasks, workers, say=say)
         with Recorder(course.root, course.course_id) as recorder:
             for count, (task, result) in enumerate(results, 1):
                 if isinstance(result, BaseException):
                     failed.append((task.student, task.chapter, f"{type(result).__name__}: {result}"))
-                    continue
-                outcome = recorder.record(result)
-                done.append(outcome)
+                    finished = failed[-1]
+                else:
+                    finished = recorder.record(result)
+                    done.append(finished)
                 if progress is not None:
-                    progress(count, len(todo), outcome)
+                    progress(count, len(todo), finished)
     order = {job: i for i, job in enumerate(jobs)}
     done.sort(key=lambda o: order[(o.student, o.chapter)])
     return GradingReport(done, time.monotonic() - started, skipped, failed)
@@ -254,21 +261,50 @@ class _Uncommitted:
 
 
 class ProgressBar:
-    """`[#####-----] 12/40  ETA 1m05s` on one terminal line (a line per submission when not a terminal)."""
+    """`[#####-----] 12/40  1 not graded  ETA 1m05s` on one terminal line (a line per submission when not a
+    terminal), after the start-up phases, one line each. The ETA is the work left at the pace of the last
+    `window` submissions, so the start-up (a cluster's, the first kernels') does not count as grading time."""
 
-    def __init__(self, stream=sys.stderr, width: int = 30):
-        self.stream, self.width, self.started = stream, width, time.monotonic()
+    def __init__(self, stream=sys.stderr, width: int = 30, window: int = 20, clock=time.monotonic):
+        self.stream, self.width, self.clock = stream, width, clock
+        self.finished_at: list[float] = []  # when the last `window` + 1 submissions finished
+        self.window, self.failed, self.line = window, 0, ""
 
-    def __call__(self, done: int, total: int, outcome: Outcome) -> None:
-        elapsed = time.monotonic() - self.started
-        eta = elapsed / done * (total - done)
+    def phase(self, text: str) -> None:
+        """A start-up phase, or news about the workers: a line of its own, above the bar."""
+        self._write(f"[grading] {text}", keep=True)
+
+    def __call__(self, done: int, total: int, outcome) -> None:
+        self.finished_at = [*self.finished_at, self.clock()][-(self.window + 1):]
+        if isinstance(outcome, Outcome):
+            flag = "  needs review" if outcome.needs_review else ""
+            what = f"{outcome.student}/{outcome.chapter}: {outcome.score:g}/{outcome.max_score:g}{flag}"
+        else:  # (student, chapter, why): not graded
+            self.failed += 1
+            what = f"{outcome[0]}/{outcome[1]}: not graded"
         filled = self.width * done // total
-        bar = "#" * filled + "-" * (self.width - filled)
-        flag = "  needs review" if outcome.needs_review else ""
-        line = (f"[{bar}] {done}/{total}  ETA {int(eta) // 60}m{int(eta) % 60:02d}s  "
-                f"{outcome.student}/{outcome.chapter}: {outcome.score:g}/{outcome.max_score:g}{flag}")
-        if self.stream.isatty():
-            self.stream.write("\r\033[K" + line + ("\n" if done == total else ""))
-        else:
+        failures = f"  {self.failed} not graded" if self.failed else ""
+        if done == total:
+            self.line = ""  # the bar's last line stays, and is not drawn again
+        self._write(f"[{'#' * filled}{'-' * (self.width - filled)}] {done}/{total}{failures}  "
+                    f"{self._eta(total - done)}  {what}", keep=done == total)
+
+    def _eta(self, left: int) -> str:
+        if not left:
+            return "done"
+        if len(self.finished_at) < 2:
+            return "ETA --"
+        pace = (self.finished_at[-1] - self.finished_at[0]) / (len(self.finished_at) - 1)
+        seconds = int(pace * left)
+        return f"ETA {seconds // 60}m{seconds % 60:02d}s"
+
+    def _write(self, line: str, keep: bool) -> None:
+        """On a terminal the bar is redrawn in place; a kept line ends with a newline, and the bar follows it."""
+        if not self.stream.isatty():
             self.stream.write(line + "\n")
+        elif keep:
+            self.stream.write("\r\033[K" + line + "\n" + self.line)
+        else:
+            self.stream.write("\r\033[K" + line)
+            self.line = line
         self.stream.flush()

@@ -3,6 +3,8 @@ status summary."""
 from __future__ import annotations
 
 import csv
+import io
+import re
 from pathlib import Path
 
 from nbgrader.api import MissingEntry
@@ -28,87 +30,133 @@ def submission_state(course, student: str, chapter: str) -> tuple[str, list[str]
     return outcome.status, outcome.needs_review
 
 
-def export_csv(course, output: Path) -> int:
-    """One row per student per chapter: score (from the gradebook, so manual grades count), state, reasons."""
+def export_csv(course, output: Path, chapters: list[str] | None = None) -> int:
+    """One row per student per chapter (default: every chapter): the score of the submission handed in now
+    (from the gradebook, so manual grades count; blank until it is graded), its state, why it needs review, and
+    what the learner should hear about it (limits hit)."""
     rows = 0
+    chapters = course._chapters(chapters)
     with open(output, "w", newline="") as stream:
         writer = csv.writer(stream)
-        writer.writerow(["student", "chapter", "score", "max_score", "status", "reasons"])
+        writer.writerow(["student", "chapter", "score", "max_score", "status", "reasons", "notes"])
         for student in course.students():
-            for chapter in course.chapters():
+            for chapter in chapters:
                 state, reasons = submission_state(course, student, chapter)
+                outcome = load_outcome(course.root, student, chapter)
                 try:
                     scores = course.scores(student, chapter)
                 except LookupError:
                     scores = {}
-                score = sum(s for s, _ in scores.values()) if state != "not submitted" else 0
+                score = sum(s for s, _ in scores.values())
+                if state == "changed since graded":
+                    reasons = [f"handed in again after grading (the earlier submission scored {score:g}): "
+                               "run grade"]
+                shown = f"{score:g}" if state in ("graded", "needs review") else ""
                 max_score = sum(m for _, m in scores.values()) or _max_score(course, chapter)
-                writer.writerow([student, chapter, f"{score:g}", f"{max_score:g}", state, "; ".join(reasons)])
+                notes = outcome.notes if outcome is not None and state in ("graded", "needs review") else []
+                writer.writerow([student, chapter, shown, f"{max_score:g}", state, "; ".join(reasons),
+                                 "; ".join(notes)])
                 rows += 1
     return rows
 
 
-def export_canvas(course, output: Path, roster: Path | None = None, roster_key: str = "SIS Login ID") -> int:
-    """A CSV Canvas's gradebook import accepts: one row per student, one column per chapter, points first.
+def released_chapters(course) -> list[str]:
+    return [chapter for chapter in course.chapters() if course.release_path(chapter).exists()]
+
+
+def export_canvas(course, output: Path, roster: Path | None = None, roster_key: str = "SIS Login ID",
+                  chapters: list[str] | None = None) -> int:
+    """A CSV Canvas's gradebook import accepts: one row per student, one column per chapter (default: the
+    released ones), points first.
 
     Canvas finds each row's student by `ID` (its user id), `SIS User ID` or `SIS Login ID`. With `roster` (a
-    CSV with the identity columns, e.g. Canvas's own gradebook export), each student id of ours is looked up
-    in its `roster_key` column and the row takes the roster's identity; a roster column named
-    `<chapter> (<canvas id>)` names the Canvas assignment that chapter's scores go to (otherwise Canvas
+    CSV with the identity columns, e.g. Canvas's own gradebook export, as Canvas or Excel saved it), each student
+    id of ours is looked up in its `roster_key` column and the row takes the roster's identity; a roster column
+    named `<chapter> (<canvas id>)` names the Canvas assignment that chapter's scores go to (otherwise Canvas
     creates an assignment named after the chapter). Without a roster our student id is the `SIS Login ID`.
 
-    A cell is left blank, which Canvas reads as "leave this grade alone", when a submission is missing, not
-    graded yet, changed since it was graded, or still needs a person (points held for review).
-    Returns the number of students written."""
-    identities = _roster(roster, roster_key) if roster is not None else {}
+    A score is written once a submission is graded and nobody needs to look at it. Canvas's importer may read a
+    blank cell as "remove this score", so no blank goes over a score Canvas may hold: a student with nothing to
+    write has no row; in a row, a cell without a score gets the roster's current value (no change) or, for an
+    assignment the roster lacks, stays blank. Without a roster, a row that would need a blank is an error that
+    says what to do. Returns the number of students written."""
+    header, rows = _roster(roster, roster_key) if roster is not None else ([], {})
     students = course.students()
-    unknown = [s for s in students if identities and s not in identities]
+    unknown = [s for s in students if rows and s not in rows]
     if unknown:
         raise LookupError(f"{len(unknown)} student(s) not in the roster's {roster_key!r} column: "
                           f"{', '.join(unknown[:10])}; fix the roster or choose the column with --roster-key")
-    chapters = course.chapters()
-    headers = _canvas_assignment_headers(roster, chapters)
+    chapters = course._chapters(chapters) if chapters else released_chapters(course)
+    if not chapters:
+        raise LookupError("no chapter released yet: name the chapters to export with --chapter")
+    headers = [next((h for h in header if h.startswith(f"{chapter} (") and h.endswith(")")), chapter)
+               for chapter in chapters]
+    written, blanks = [], []
+    with course.gradebook() as gb:
+        for student in students:
+            scores = [_canvas_score(course, gb, student, chapter) for chapter in chapters]
+            if all(score is None for score in scores):
+                continue  # no row: Canvas leaves this student's grades as they are
+            identity = rows.get(student) or {"Student": student, "SIS Login ID": student}
+            cells = []
+            for chapter, column, score in zip(chapters, headers, scores):
+                if score is None and roster is None:
+                    blanks.append(f"{student}/{chapter}")
+                cells.append(score if score is not None else _unchanged(identity.get(column, "")))
+            written.append([*(identity.get(column, "") for column in CANVAS_IDENTITY), *cells])
+    if blanks:
+        raise ValueError(f"{len(blanks)} cell(s) would be blank ({', '.join(blanks[:5])}"
+                         f"{', ...' if len(blanks) > 5 else ''}), and Canvas may read a blank as 'remove this "
+                         "score': pass Canvas's gradebook export as --roster (its current scores are written "
+                         "back unchanged), or export one chapter at a time with --chapter")
     points = [f"{_max_score(course, chapter):g}" for chapter in chapters]
-    with open(output, "w", newline="") as stream, course.gradebook() as gb:
+    with open(output, "w", newline="") as stream:
         writer = csv.writer(stream)
         writer.writerow([*CANVAS_IDENTITY, *headers])
         writer.writerow([CANVAS_POINTS_ROW, "", "", "", "", *points])
-        for student in students:
-            identity = identities.get(student) or {"Student": student, "SIS Login ID": student}
-            writer.writerow([*(identity.get(column, "") for column in CANVAS_IDENTITY),
-                             *(_canvas_score(course, gb, student, chapter) for chapter in chapters)])
-    return len(students)
+        writer.writerows(written)
+    return len(written)
 
 
-def _roster(roster: Path, key: str) -> dict[str, dict[str, str]]:
-    with open(roster, newline="") as stream:
-        rows = list(csv.DictReader(stream))
-    if rows and key not in rows[0]:
-        raise ValueError(f"the roster {roster} has no column {key!r}; its columns: {', '.join(rows[0])}")
-    return {row[key].strip(): row for row in rows
-            if row.get(key, "").strip() and row.get("Student", "").strip() != CANVAS_POINTS_ROW.strip()}
+def _unchanged(current: str) -> str:
+    """A roster's score as Canvas reads it back: a decimal comma (Excel in many locales) as a point."""
+    current = current.strip()
+    return current.replace(",", ".") if re.fullmatch(r"-?\d+,\d+", current) else current
 
 
-def _canvas_assignment_headers(roster: Path | None, chapters: list[str]) -> list[str]:
-    """`<chapter> (<canvas id>)` when the roster (a Canvas export) has that column, else the chapter's name."""
-    existing = []
-    if roster is not None:
-        with open(roster, newline="") as stream:
-            existing = next(csv.reader(stream), [])
-    return [next((h for h in existing if h.startswith(f"{chapter} (") and h.endswith(")")), chapter)
-            for chapter in chapters]
+def _roster(roster: Path, key: str) -> tuple[list[str], dict[str, dict[str, str]]]:
+    """(header, rows by `key`) of a roster saved by Canvas (UTF-8 with a byte-order mark, commas) or by Excel
+    (also semicolons or tabs, and the locale's code page)."""
+    raw = Path(roster).read_bytes()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        text = raw.decode("cp1252")
+    first = text.splitlines()[0] if text else ""
+    delimiter = max(",;\t", key=first.count)
+    table = list(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter))
+    header = [column.strip() for column in table[0]] if table else []
+    if table and key not in header:
+        raise ValueError(f"the roster {roster} has no column {key!r}; its columns: {', '.join(header)}")
+    rows = {}
+    for values in table[1:]:
+        row = dict(zip(header, values))
+        if row.get(key, "").strip() and row.get("Student", "").strip() != CANVAS_POINTS_ROW.strip():
+            rows[row[key].strip()] = row
+    return header, rows
 
 
-def _canvas_score(course, gb, student: str, chapter: str) -> str:
+def _canvas_score(course, gb, student: str, chapter: str) -> str | None:
+    """The score to write, or None: not submitted, not graded yet, changed since, or held for review."""
     state, _ = submission_state(course, student, chapter)
     if state not in ("graded", "needs review"):
-        return ""
+        return None
     try:
         notebook = gb.find_submission_notebook(chapter, chapter, student)
     except MissingEntry:
-        return ""
+        return None
     if notebook.needs_manual_grade:  # held for review and not yet looked at
-        return ""
+        return None
     return f"{notebook.score:g}"
 
 

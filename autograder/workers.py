@@ -1,7 +1,7 @@
 """The worker side of grading: one submission in, its autograded notebook and findings out.
 
 A grading worker (a process of the local pool, or a Dask worker on any machine) never touches the
-coordinator's gradebook. It keeps a private scratch grading folder, made once per process from a
+coordinator's gradebook. It keeps a private scratch grading folder per course, made once per process from a
 `CourseBundle` the coordinator ships: the chapters' source files (with hidden tests) and a copy of the
 gradebook holding only the assignments (no student, no grade). In that folder it runs nbgrader's own
 `autograde` on one submission at a time, inside our sandbox, judges its tests outside the kernel, and returns the autograded
@@ -22,7 +22,11 @@ from __future__ import annotations
 import atexit
 import contextlib
 import dataclasses
+import fcntl
+import functools
 import hashlib
+import importlib.metadata
+import json
 import os
 import re
 import shutil
@@ -62,6 +66,7 @@ class Outcome:
     attempts: int = 0
     seconds: float = 0.0
     submission_sha256: str = ""
+    grader_version: str = ""  # the code that graded it (`grader_version()` of the worker)
 
     @property
     def status(self) -> str:
@@ -79,12 +84,14 @@ class CourseBundle:
     notebook_timeout: int
     private: tuple[str, ...]  # the coordinator's folder and sources: hidden from kernels on the coordinator's machine
 
-    @property
+    @functools.cached_property
     def sha256(self) -> str:
-        digest = hashlib.sha256(self.gradebook)
+        """The course's fingerprint: what grades (sources, the assignments' cells and points, limits, what is
+        hidden from kernels), not the gradebook's bytes, which differ between two copies of the same course."""
+        digest = hashlib.sha256(json.dumps(gradebook_structure(self.gradebook)).encode())
         for name in sorted(self.files):
             digest.update(name.encode() + b"\0" + hashlib.sha256(self.files[name]).digest())
-        digest.update(f"{self.course_id} {self.cell_timeout} {self.notebook_timeout}".encode())
+        digest.update(json.dumps([self.course_id, self.cell_timeout, self.notebook_timeout, self.private]).encode())
         return digest.hexdigest()
 
     @classmethod
@@ -109,8 +116,39 @@ def assignments_only(gradebook: Path) -> bytes:
             for table in STUDENT_TABLES:
                 target.execute(f"DELETE FROM {table}")
             target.commit()
+            target.execute("PRAGMA journal_mode=DELETE")  # the coordinator's write-ahead log stays with it
             target.execute("VACUUM")
         return copy.read_bytes()
+
+
+def gradebook_structure(gradebook: bytes) -> list:
+    """What nbgrader's autograde reads from a gradebook, by name (its row ids are random per gradebook): the
+    notebooks, their cells with points, and the locked cells' sources it restores."""
+    with contextlib.closing(sqlite3.connect(":memory:")) as db:
+        db.deserialize(gradebook)
+        cells = db.execute(
+            "SELECT a.name, n.name, n.kernelspec, c.name, c.type, g.max_score, g.cell_type, t.max_score, t.cell_type"
+            " FROM base_cell c JOIN notebook n ON c.notebook_id = n.id JOIN assignment a ON n.assignment_id = a.id"
+            " LEFT JOIN grade_cells g ON g.id = c.id LEFT JOIN task_cells t ON t.id = c.id").fetchall()
+        sources = db.execute(
+            "SELECT a.name, n.name, s.name, s.cell_type, s.locked, s.checksum, s.source FROM source_cell s"
+            " JOIN notebook n ON s.notebook_id = n.id JOIN assignment a ON n.assignment_id = a.id").fetchall()
+        schema = db.execute("SELECT version_num FROM alembic_version").fetchall()
+    return [sorted(map(list, cells), key=repr), sorted(map(list, sources), key=repr), schema]
+
+
+@functools.cache
+def grader_version() -> str:
+    """`<project version>+<digest>` of what decides a grade on this machine: the grader's and the reference
+    package's source files, and the versions of Python and of the libraries kernels and nbgrader run on.
+    Coordinator and Dask workers compare it; every graded submission records it."""
+    digest = hashlib.sha256(f"python {sys.version_info[0]}.{sys.version_info[1]}".encode())
+    for library in ("nbgrader", "nbclient", "nbconvert", "ipykernel", "jupyter_client", "numpy"):
+        digest.update(f"{library} {importlib.metadata.version(library)}".encode())
+    for package in (course_config.REPO_ROOT / "autograder", course_config.REPO_ROOT / "reference" / "modulecraft"):
+        for path in sorted(package.rglob("*.py")):
+            digest.update(str(path.relative_to(package)).encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
+    return f"{importlib.metadata.version('modulecraft')}+{digest.hexdigest()[:12]}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -177,34 +215,42 @@ def _put_our_scripts_on_path() -> None:
         os.environ["PATH"] = scripts + os.pathsep + os.environ.get("PATH", "")
 
 
-# -- the worker's state: one scratch grading folder per process ---------------------------------------------
+# -- the worker's state: a scratch grading folder per course it grades ------------------------------------------
+SCRATCH_PREFIX = "modulecraft-worker-"
+LOCK_NAME = ".alive"  # locked by the process that owns the folder, for as long as it lives
+
+
 @dataclasses.dataclass
 class _Scratch:
-    bundle_sha256: str
+    bundle: CourseBundle
     root: Path
     api: NbGraderAPI
+    lock: object  # the open file whose lock says the folder's owner is alive
+    holders: set[str]  # who asked for it (a Dask plugin per grading run): removed once none is left
 
 
-_scratch: _Scratch | None = None
+_scratches: dict[str, _Scratch] = {}  # course fingerprint -> its folder
 # One submission at a time per process: the sandbox's events and the verdicts' seed are per process.
 _one_at_a_time = threading.Lock()
 
 
-def prepare_worker(bundle: CourseBundle, scratch_base: str | os.PathLike | None = None) -> Path:
-    """Make this process's scratch grading folder from `bundle` (again if the bundle changed)."""
-    global _scratch
+def prepare_worker(bundle: CourseBundle, scratch_base: str | os.PathLike | None = None, holder: str = "") -> Path:
+    """This process's scratch grading folder for `bundle`'s course (made on first use), held for `holder`
+    until `release_worker`; leftovers of dead processes under the same base are removed first."""
     sha = bundle.sha256
     with _one_at_a_time:
-        if _scratch is not None and _scratch.bundle_sha256 == sha:
-            return _scratch.root
+        if sha in _scratches:
+            _scratches[sha].holders.add(holder)
+            return _scratches[sha].root
         base = Path(scratch_base or os.environ.get(SCRATCH_ENV_VAR) or tempfile.gettempdir())
         base.mkdir(parents=True, exist_ok=True)
-        root = Path(tempfile.mkdtemp(prefix="modulecraft-worker-", dir=base)).resolve()  # mode 0700
+        remove_dead_scratch(base)
+        root = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{sha[:12]}-", dir=base)).resolve()  # mode 0700
         atexit.register(shutil.rmtree, root, ignore_errors=True)
+        lock = _lock_alive(root)
         write_folder(root / "source", bundle.files)
         (root / "gradebook.db").write_bytes(bundle.gradebook)
         (root / "exchange").mkdir()  # nbgrader's API insists on one
-        course_config.CELL_TIMEOUT, course_config.NOTEBOOK_TIMEOUT = bundle.cell_timeout, bundle.notebook_timeout
         os.environ[course_config.GRADING_ENV_VAR] = "1"
         # nbgrader's first autograde of a student trips this harmless SQLAlchemy warning on every submission.
         warnings.filterwarnings("ignore", category=sqlalchemy.exc.SAWarning)
@@ -213,36 +259,83 @@ def prepare_worker(bundle: CourseBundle, scratch_base: str | os.PathLike | None 
             sqlalchemy.event.listen(sqlalchemy.engine.Engine, "connect", _scratch_commits)
         sandbox.prepare(1)  # slot users are created on first use; this checks kernels can start at all
         sandbox.kernel_server()
-        sandbox.hide_from_kernels(root, *map(Path, bundle.private))
-        previous, _scratch = _scratch, _Scratch(sha, root, nbgrader_api(root, bundle.course_id, grading=True))
-        if previous is not None:
-            shutil.rmtree(previous.root, ignore_errors=True)
+        api = nbgrader_api(root, bundle.course_id, grading=True)
+        _scratches[sha] = _Scratch(bundle, root, api, lock, {holder})
+        _hide_scratches()
         return root
 
 
+def release_worker(bundle_sha256: str, holder: str = "") -> None:
+    """`holder` no longer needs the course's scratch folder: removed when nobody does."""
+    with _one_at_a_time:
+        scratch = _scratches.get(bundle_sha256)
+        if scratch is None:
+            return
+        scratch.holders.discard(holder)
+        if not scratch.holders:
+            del _scratches[bundle_sha256]
+            shutil.rmtree(scratch.root, ignore_errors=True)
+            scratch.lock.close()
+            _hide_scratches()
+
+
+def _hide_scratches() -> None:
+    sandbox.hide_from_kernels(*(path for scratch in _scratches.values()
+                                for path in (scratch.root, *map(Path, scratch.bundle.private))))
+
+
+def _lock_alive(root: Path):
+    """Lock `root`'s alive file, locked before it appears (a lock taken on a name no other process sees, then
+    renamed): an alive file that can be locked is one whose process is dead."""
+    stream = open(root / f"{LOCK_NAME}.new", "w")
+    fcntl.flock(stream, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    os.rename(root / f"{LOCK_NAME}.new", root / LOCK_NAME)
+    return stream  # kept open: the lock lasts as long as this process
+
+
+def remove_dead_scratch(base: Path) -> list[Path]:
+    """Remove the scratch folders under `base` of worker processes that died without cleaning up (SIGKILL, a
+    node that lost power): the course's hidden tests do not stay on disk past the next worker's start."""
+    removed = []
+    for folder in Path(base).glob(f"{SCRATCH_PREFIX}*"):
+        try:
+            with open(folder / LOCK_NAME) as alive:
+                fcntl.flock(alive, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except (FileNotFoundError, NotADirectoryError, BlockingIOError):
+            continue  # alive, or still being made
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
+
+
 def _scratch_commits(connection, _record) -> None:
-    """No flush to disk for the scratch gradebook (and only for it: a coordinator may share the process)."""
-    if _scratch is None or not isinstance(connection, sqlite3.Connection):
+    """No flush to disk for a scratch gradebook (and only for it: a coordinator may share the process)."""
+    if not isinstance(connection, sqlite3.Connection):
         return
     files = [Path(row[2]) for row in connection.execute("PRAGMA database_list") if row[2]]
-    if files and all(path.is_relative_to(_scratch.root) for path in files):
+    roots = [scratch.root for scratch in list(_scratches.values())]
+    if files and all(any(path.is_relative_to(root) for root in roots) for path in files):
         connection.execute("PRAGMA synchronous=OFF")
 
 
 def grade_task(task: Task) -> GradedSubmission:
-    """Grade one submission in this process's scratch folder (prepared by `prepare_worker`)."""
+    """Grade one submission in this process's scratch folder for its course (prepared by `prepare_worker`)."""
     with _one_at_a_time:
-        if _scratch is None or _scratch.bundle_sha256 != task.bundle_sha256:
+        scratch = _scratches.get(task.bundle_sha256)
+        if scratch is None:
             raise RuntimeError("this worker was not prepared for this course (prepare_worker with its bundle)")
-        root, api = _scratch.root, _scratch.api
+        root, api = scratch.root, scratch.api
+        course_config.CELL_TIMEOUT = scratch.bundle.cell_timeout
+        course_config.NOTEBOOK_TIMEOUT = scratch.bundle.notebook_timeout
         submitted = root / "submitted" / task.student / task.chapter
         write_folder(submitted, task.files)
         try:
             outcome = _autograde(api, root, task.student, task.chapter)
             outcome.submission_sha256 = task.submission_sha256
+            outcome.grader_version = grader_version()
             graded = root / "autograded" / task.student / task.chapter
             return GradedSubmission(outcome, read_folder(graded) if graded.is_dir() else None)
-        finally:  # the scratch gradebook keeps its rows (small; gone with the folder when the worker exits)
+        finally:  # the scratch gradebook keeps its rows (small; gone with the folder)
             for folder in ("submitted", "autograded"):
                 shutil.rmtree(root / folder / task.student, ignore_errors=True)
 
@@ -266,11 +359,11 @@ def _autograde(api: NbGraderAPI, root: Path, student: str, chapter: str) -> Outc
             failures = sandbox.events + execution_failures(result, root, student, chapter)
             if not failures:
                 break
+        # A crash or a hang (kernel died, a cell or the notebook over its time limit) even on the second try:
+        # held for a person to look at, whether or not nbgrader produced an autograded notebook.
+        outcome.needs_review = problems + failures
         if (root / "autograded" / student / chapter).is_dir():
-            outcome.notes = failures + verdicts.limits  # these cells scored zero, the others count
-            outcome.needs_review = problems
-        else:  # nbgrader gave up on the whole notebook (dead kernel): nothing to show, a person must look
-            outcome.needs_review = problems + failures
+            outcome.notes = list(verdicts.limits)  # these cells scored zero, the others count
     outcome.seconds = round(time.monotonic() - started, 2)
     return outcome
 

@@ -11,6 +11,9 @@ case $package in
   chromium) program=chromium; debs="chromium fonts-dejavu-core"
             advice="Debian/Ubuntu: sudo apt-get install chromium"
             without="the browser tests will be SKIPPED" ;;
+  openssl)  program=openssl;  debs="openssl"
+            advice="Debian/Ubuntu: sudo apt-get install openssl"
+            without="the TLS test of the Dask guide will fail" ;;
   *) echo "system-packages.sh: unknown package $package" >&2; exit 2 ;;
 esac
 

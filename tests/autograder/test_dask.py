@@ -24,7 +24,13 @@ pytestmark = pytest.mark.slow
 WRONG_ADD = "def add(a, b):\n    return np.asarray(a) - np.asarray(b)"
 SCALE_IN_PLACE = "def scale(x, factor):\n    x = np.asarray(x)\n    x *= factor\n    return x"
 SLOW_ADD = "import time\ntime.sleep(1)\ndef add(a, b):\n    return np.asarray(a) + np.asarray(b)"
-EDITED_TEST = 'assert True, "always passes"'
+
+
+def without_a_test(notebook, student: str):
+    """ed's notebook without its cell `test_add`: a changed structure, which a person must look at."""
+    if student == "ed":
+        notebook.cells = [c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade_id") != "test_add"]
+    return notebook
 
 
 def hand_in_class(course, scratch: Path) -> dict:
@@ -34,12 +40,12 @@ def hand_in_class(course, scratch: Path) -> dict:
         ("bo", "90_toy"): ("solved", {"add": WRONG_ADD}, 3.0),
         ("cy", "90_toy"): ("solved", {"scale": SCALE_IN_PLACE}, 2.0),
         ("di", "90_toy"): ("blank", {}, 0.0),
-        ("ed", "90_toy"): ("solved", {"test_add": EDITED_TEST}, 0.0),  # tampered: held for review
+        ("ed", "90_toy"): ("solved", {}, 0.0),  # its test cell deleted (`without_a_test`): held for review
         ("ada", "91_other"): ("solved", {}, 1.0),
         ("bo", "91_other"): ("blank", {}, 0.0),
     }
     for (student, chapter), (start, cells, _) in kinds.items():
-        notebook = synthetic.with_cells(getattr(synthetic, start)(course, chapter), cells)
+        notebook = without_a_test(synthetic.with_cells(getattr(synthetic, start)(course, chapter), cells), student)
         synthetic.write(notebook, scratch / "hand-in.ipynb")
         course.submit(student, chapter, scratch / "hand-in.ipynb")
     return {job: total for job, (_, _, total) in kinds.items()}
@@ -102,7 +108,7 @@ def processes():
 
     def start(command, **kwargs):
         process = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL, cwd=REPO_ROOT, **kwargs)
+                                   stderr=subprocess.DEVNULL, **{"cwd": REPO_ROOT, **kwargs})
         started.append(process)
         return process
 
@@ -147,7 +153,8 @@ def test_a_worker_killed_mid_notebook_leaves_every_submission_graded_exactly_onc
         scratch[name] = tmp_path / name / "scratch"
         env = dict(os.environ, **{SCRATCH_ENV_VAR: str(scratch[name])})
         workers[name] = processes([*dask, address, "--name", name, "--nthreads", "1", "--host", "127.0.0.1",
-                                   "--no-dashboard", "--local-directory", str(tmp_path / name)], env=env)
+                                   "--no-dashboard", "--local-directory", str(tmp_path / name),
+                                   "--preload", "autograder.dask_preload"], env=env)
     wait_for_workers(address, 2)
 
     killed = []
@@ -177,6 +184,18 @@ def test_a_worker_killed_mid_notebook_leaves_every_submission_graded_exactly_onc
     for student, chapter in expected:
         assert (course.root / "reports" / student / f"{chapter}.json").exists()
         assert (course.root / "autograded" / student / chapter / f"{chapter}.ipynb").exists()
+
+    # The course's hidden tests: gone from the survivor's disk with the run, from the killed one's when a worker
+    # starts there again.
+    [survivor] = set(scratch) - set(killed)
+    assert list(scratch[survivor].glob("modulecraft-worker-*")) == []
+    [left_behind] = scratch[killed[0]].glob("modulecraft-worker-*")
+    assert (left_behind / "source" / "90_toy" / "90_toy.ipynb").exists()
+    env = dict(os.environ, **{SCRATCH_ENV_VAR: str(scratch[killed[0]])})
+    processes([*dask, address, "--name", "again", "--nthreads", "1", "--host", "127.0.0.1", "--no-dashboard",
+               "--local-directory", str(tmp_path / "again"), "--preload", "autograder.dask_preload"], env=env)
+    wait_for_workers(address, 2)
+    assert not left_behind.exists()
 
 
 def test_a_regrade_keeps_nbgrader_s_rule_for_grades_a_person_gave(make_toy_course, short_limits, tmp_path):
@@ -241,6 +260,7 @@ def test_the_slurm_snippet_starts_one_thread_workers_with_the_checkouts_python(m
     assert worker[:4] == [".venv/bin/python", "-m", "distributed.cli.dask_worker", options["scheduler"]]
     assert worker.count("--nthreads") == 1 and worker[worker.index("--nthreads") + 1] == "1"
     assert worker[worker.index("--local-directory") + 1] == "$TMPDIR"
+    assert worker[worker.index("--preload") + 1] == "autograder.dask_preload"  # no HTTP server
     help_text = subprocess.run([sys.executable, "-m", "distributed.cli.dask_worker", "--help"],
                                capture_output=True, text=True, check=True).stdout
     assert "--nthreads" in help_text and "--local-directory" in help_text
@@ -275,9 +295,25 @@ def test_the_kubernetes_snippet_runs_dask_commands_the_virtualenv_has(monkeypatc
     [scheduler] = spec["spec"]["scheduler"]["spec"]["containers"]
     assert worker["args"][:2] == ["dask", "worker"] and scheduler["args"][:2] == ["dask", "scheduler"]
     assert worker["args"].count("--nthreads") == 1 and worker["args"][worker["args"].index("--nthreads") + 1] == "1"
+    for container in (worker, scheduler):  # no HTTP server in the pods either
+        assert container["args"][container["args"].index("--preload") + 1] == "autograder.dask_preload"
     assert worker["resources"]["limits"]["cpu"] == "1" and spec["spec"]["worker"]["replicas"] == 20
     [(root, options)] = CourseThatRecords.runs
     assert root == ".grading" and options["scheduler"] == KubeClusterWithoutKubernetes.scheduler_address
     dask = Path(sys.executable).parent / "dask"
     for command in (["worker", "--help"], ["scheduler", "--help"]):
         assert subprocess.run([dask, *command], capture_output=True).returncode == 0, command
+
+
+def test_a_local_cluster_listens_on_loopback_only_and_serves_no_http():
+    """Dask starts an HTTP server in the scheduler (port 8787 by default) and each worker even without a
+    dashboard: none is left, so nothing is served and no port is fought over."""
+    import psutil
+    with dask_grading.connect("local", workers=1) as client:
+        [(worker, info)] = client.scheduler_info()["workers"].items()
+        ours = [psutil.Process(), *psutil.Process().children(recursive=True)]
+        sockets = [(c.laddr.ip, c.laddr.port) for p in ours for c in p.net_connections("inet")
+                   if c.status == psutil.CONN_LISTEN]
+        dask_ports = [int(address.rsplit(":", 1)[1]) for address in (client.scheduler.address, worker, info["nanny"])]
+    assert {ip for ip, _ in sockets} == {"127.0.0.1"}
+    assert sorted(port for _, port in sockets) == sorted(dask_ports)

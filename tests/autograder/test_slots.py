@@ -60,12 +60,12 @@ def test_honest_submissions_are_unaffected_by_crashed_kernels(crashed_class):
         assert (outcome.score, outcome.max_score, outcome.needs_review) == (5, 5, []), outcome
 
 
-def test_a_kernel_that_exits_keeps_the_credit_of_what_ran_and_is_reported(crashed_class):
+def test_a_kernel_that_exits_is_held_for_review_with_the_reason(crashed_class):
     course, report = crashed_class
     for n in range(6):
         outcome = report.outcome(f"crasher{n}", "90_toy")
-        assert outcome.score == 0 and outcome.status == "graded", outcome
-        assert any("kernel exited" in note for note in outcome.notes), outcome
+        assert outcome.score == 0 and outcome.status == "needs review", outcome
+        assert any("kernel exited" in reason for reason in outcome.needs_review), outcome
 
 
 def test_nothing_a_kernel_wrote_or_started_survives_it(crashed_class):

@@ -2,8 +2,8 @@
 
 These are the documented exceptions to "behaves like torch.nn": a dtype change makes new arrays (numpy cannot change an
 array's dtype in place), there are no devices, Parameter/Buffer are ndarray subclasses (and a Buffer keeps its class),
-and checkpoints are safetensors or .npz + JSON instead of pickles (torch's pickles are read, bfloat16 as float32, but
-never written); backward hooks get plain ndarray gradients; optimizers take arrays that can hold a gradient and do
+and checkpoints are safetensors by default (torch's zip format is read, bfloat16 as float32, and written on request
+for torch.load(weights_only=True)); backward hooks get plain ndarray gradients; optimizers take arrays that can hold a gradient and do
 not differentiate their step; autograd: plain ndarray gradients and untracked results, a few node names, data
 writes into parameters accepted, writes through plain views unseen, no higher-order gradients, in-place changes
 and replays of views only for views made by indexing, no in-place operation of a plain array joining a graph, Python's
@@ -100,9 +100,8 @@ def test_loading_a_checkpoint_never_unpickles(tmp_path):
         lib.modulecraft.load(tampered)
 
 
-def test_torch_checkpoints_are_read_with_bfloat16_as_float32_and_never_written(tmp_path):
-    """numpy has no bfloat16: those values load widened, exactly, to float32. torch's format is a pickle, so
-    modulecraft only reads it; it writes safetensors, which torch reads with ``safetensors.torch``."""
+def test_torch_checkpoints_are_read_with_bfloat16_as_float32(tmp_path):
+    """numpy has no bfloat16: those values load widened, exactly, to float32, and are written back as float32."""
     import torch
 
     lib = backend("modulecraft")
@@ -112,8 +111,8 @@ def test_torch_checkpoints_are_read_with_bfloat16_as_float32_and_never_written(t
     assert torch.load(path, weights_only=True)["w"].dtype == torch.bfloat16
     loaded = lib.modulecraft.load(path)["w"]
     assert loaded.dtype == np.float32 and loaded.tolist() == values.float().tolist()
-    with pytest.raises(ValueError, match="writes no torch .pt"):
-        lib.modulecraft.save({"w": loaded}, tmp_path / "again.pt")
+    lib.modulecraft.save({"w": loaded}, tmp_path / "again.pt")
+    assert torch.load(tmp_path / "again.pt", weights_only=True)["w"].dtype == torch.float32
 
 
 def test_optimizers_refuse_plain_arrays_and_differentiable_steps():

@@ -100,6 +100,16 @@ def test_an_extension_code_registered_in_copyreg_still_goes_through_the_allow_li
     (OrderedDict(w=Call(OrderedDict, 5)), "damaged"),
     (OrderedDict(w=Tensor(Storage("0", 3, kind="FloatStorage"))), "invalid storage persistent id"),
     (OrderedDict(w=Call(_codecs.encode, "text", "utf-16")), "only to rebuild bytes from latin1"),
+    (OrderedDict(w=Call(torch._utils._rebuild_tensor_v3, Storage("0", 6, kind=torch.storage.UntypedStorage), 0, (1,),
+                        (1,), False, OrderedDict(), torch.float32)), "6 bytes holds no whole number of float32"),
+    (OrderedDict(w=Call(torch._utils._rebuild_tensor_v3, Storage("0", 3), 0, (1,), (1,), False, OrderedDict(),
+                        torch.int32)), "has no element type or another one"),
+    (OrderedDict(w=Tensor(Storage("0", 12, kind=torch.storage.UntypedStorage))), "has no element type"),
+    (OrderedDict(w=Call(torch._utils._rebuild_tensor_v3, Storage("0", 3), 0, (1,), (1,), False, OrderedDict(),
+                        "float32")), "dtype must be a torch dtype"),
+    (OrderedDict(w=Call(torch.Size, [-1])), "torch.Size takes non-negative ints"),
+    (OrderedDict(w=Call(set, torch.float32)), "set called on"),
+    (OrderedDict(w=Call(set, [Storage("0", 3)])), "unexpected value of type StorageRef"),
 ], ids=lambda value: value if isinstance(value, str) else "")
 def test_allowed_callables_with_wrong_arguments_give_our_error(obj, message):
     with pytest.raises(CheckpointError, match=message):
@@ -261,9 +271,33 @@ def test_a_member_declaring_more_bytes_than_the_file_holds_is_refused():
         load_bytes(bytes(data))
 
 
-def test_a_flipped_data_byte_fails_the_crc_check():
+@pytest.mark.parametrize("offset", [2**31, 1], ids=["past the end", "inside another member"])
+def test_a_directory_pointing_where_no_member_starts_is_refused(offset):
     data = bytearray(real_checkpoint())
-    storage = data.index(np.arange(6.0, dtype=np.float32).tobytes())
-    data[storage] ^= 0xFF
-    with pytest.raises(CheckpointError, match="damaged torch checkpoint.*CRC"):
+    struct.pack_into("<I", data, data.index(b"PK\x01\x02") + 42, offset)  # data.pkl's local header offset
+    with pytest.raises(CheckpointError, match="member 'archive/data.pkl' has no local header where the directory"):
         load_bytes(bytes(data))
+
+
+def test_a_flipped_local_extra_length_cannot_shift_where_a_storage_is_read():
+    """Storages carry no checked CRC: a local header's lengths must agree with its fields, or the file is damaged."""
+    data = bytearray(real_checkpoint())
+    header = data.index(b"archive/data/0") - 30  # its first mention: the local header, 30 bytes before the name
+    data[header + 28] ^= 0x04  # the extra field's length
+    with pytest.raises(CheckpointError, match="member 'archive/data/0' has a local header that disagrees"):
+        load_bytes(bytes(data))
+
+
+def test_a_flipped_pickle_byte_fails_the_crc_check():
+    data = bytearray(real_checkpoint())
+    data[data.index(b"OrderedDict")] ^= 0x01
+    with pytest.raises(CheckpointError, match="member 'archive/data.pkl' fails its CRC check"):
+        load_bytes(bytes(data))
+
+
+def test_a_flipped_storage_byte_changes_a_value_as_with_torch_load():
+    """Storages are not CRC-checked (see torch_zip): torch.load does not check them either."""
+    data = bytearray(real_checkpoint())
+    data[data.index(np.arange(6.0, dtype=np.float32).tobytes()) + 7] ^= 0x80  # the sign of 1.0
+    assert load_bytes(bytes(data))["w"].tolist() == [[0.0, -1.0, 2.0], [3.0, 4.0, 5.0]]
+    assert torch.load(io.BytesIO(bytes(data)), weights_only=True)["w"].tolist() == [[0.0, -1.0, 2.0], [3.0, 4.0, 5.0]]

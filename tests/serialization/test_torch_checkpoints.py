@@ -2,6 +2,7 @@
 them: values, dtypes, shapes, views and shared memory, ``_metadata``, and the loaded modules' outputs equal torch's."""
 
 import io
+import zipfile
 from collections import OrderedDict
 
 import numpy as np
@@ -191,3 +192,54 @@ def test_a_misnamed_torch_checkpoint_still_loads_and_format_must_agree(tmp_path)
     assert modulecraft.load(path, format="torch")["w"].tolist() == [1.0, 1.0]
     with pytest.raises(modulecraft.serialization.CheckpointError, match="is a torch checkpoint, not 'safetensors'"):
         modulecraft.load(path, format="safetensors")
+
+
+WIDENED = [torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2, torch.float8_e4m3fnuz, torch.float8_e5m2fnuz,
+           torch.float8_e8m0fnu]
+
+
+@pytest.mark.parametrize("dtype", [torch.uint16, torch.uint32, torch.uint64], ids=str)
+def test_unsigned_types_saved_through_untyped_storages_load(dtype):
+    tensor = torch.tensor([0, 1, 2**15, 2**16 - 1]).to(dtype).reshape(2, 2).t()
+    loaded = load_bytes(torch_saved({"t": tensor}))["t"]
+    assert loaded.dtype == np.dtype(str(dtype).removeprefix("torch."))
+    assert loaded.tolist() == tensor.tolist()
+
+
+@pytest.mark.parametrize("dtype", WIDENED, ids=str)
+def test_types_numpy_lacks_load_widened_exactly_to_float32(dtype):
+    every_code = torch.arange(256, dtype=torch.uint8) if dtype.itemsize == 1 else \
+        torch.arange(0, 2**16, 7, dtype=torch.int32).to(torch.uint16)
+    tensor = every_code.view(dtype)
+    loaded = load_bytes(torch_saved({"t": tensor, "dtype": dtype}))
+    assert loaded["t"].dtype == np.float32 and loaded["dtype"] == np.float32
+    np.testing.assert_array_equal(loaded["t"], tensor.float().numpy())  # NaNs included
+
+
+def test_complex32_loads_widened_to_complex64():
+    tensor = torch.tensor([1 + 2j, -0.5 + 1e-3j], dtype=torch.complex64).to(torch.complex32)
+    loaded = load_bytes(torch_saved({"t": tensor}))["t"]
+    assert loaded.dtype == np.complex64 and loaded.tolist() == tensor.to(torch.complex64).tolist()
+
+
+def test_every_value_weights_only_accepts_loads():
+    saved = {"size": torch.Size([2, 3]), "dtype": torch.int16, "device": torch.device("cpu"),
+             "indexed": torch.device("cpu", 0), "ids": {1, 2}, "z": 1 + 2j, "buffer": bytearray(b"ab"),
+             "raw": b"\x00\xff", "big": 2**100}
+    assert torch.load(io.BytesIO(torch_saved(saved)), weights_only=True)  # the oracle takes them all
+    loaded = load_bytes(torch_saved(saved))
+    assert loaded == {"size": (2, 3), "dtype": np.dtype(np.int16), "device": "cpu", "indexed": "cpu:0",
+                      "ids": {1, 2}, "z": 1 + 2j, "buffer": bytearray(b"ab"), "raw": b"\x00\xff", "big": 2**100}
+    assert type(loaded["size"]) is tuple
+
+
+def test_a_file_saved_without_crcs_loads():
+    torch.serialization.set_crc32_options(False)
+    try:
+        data = torch_saved(seeded_mlp(torch.nn).state_dict())
+    finally:
+        torch.serialization.set_crc32_options(True)
+    assert all(info.CRC == 0 for info in zipfile.ZipFile(io.BytesIO(data)).infolist())
+    state = load_bytes(data)
+    for key, value in seeded_mlp(torch.nn).state_dict().items():
+        np.testing.assert_array_equal(state[key], value.numpy(), err_msg=key)

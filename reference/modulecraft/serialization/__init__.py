@@ -1,20 +1,24 @@
-"""Saving a state_dict to disk and reading one back, without ever running code from a file.
+"""Saving a state_dict or a whole training checkpoint to disk and reading it back, never running code from a file.
 
-Formats, chosen on save by the file's suffix or ``format=``, and on load by the file's first bytes:
+A checkpoint is a state_dict or any nesting of dicts, lists, tuples and sets around numpy arrays and plain
+values, e.g. ``{"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": 3}``. Formats,
+chosen on save by ``format=`` or the file's suffix, and on load by the file's first bytes:
 
 - safetensors (``.safetensors``, and any other suffix): written by default; read, also what
-  ``safetensors.torch.load_file`` reads.
-- torch's zip format (``.pt``/``.pth``): read, for a state_dict ``torch.save`` wrote (torch >= 1.6); never
-  written (it is a pickle).
+  ``safetensors.torch.load_file`` reads. Arrays under flattened names, the rest as JSON in its metadata
+  (:mod:`~modulecraft.serialization.header`).
+- torch's zip format (``.pt``/``.pth``, or ``format="torch"``): what ``torch.save`` writes (torch >= 1.6) is
+  read; what modulecraft writes in it, ``torch.load(weights_only=True)`` reads
+  (:mod:`~modulecraft.serialization.torch_writer`).
 - ``.npz`` + JSON (``.npz``): modulecraft's format before safetensors; written on request, always read so
   no saved work is lost.
 
 Why loading is safe: safetensors and ``.npz`` hold raw array bytes plus JSON, and are read without pickle;
-torch's format holds a pickle, read by an unpickler that refuses every global a state_dict does not need
-(see :mod:`~modulecraft.serialization.torch_zip`). A damaged, truncated or hostile file raises
-:class:`CheckpointError` (a ``ValueError``; :class:`UnpicklingError` for a refused global), never a partial
-result. Everything besides arrays (key order, ``_metadata`` with each module's ``_version``, lazy modules'
-uninitialised placeholders, JSON values) is kept: see :mod:`~modulecraft.serialization.header`.
+torch's format holds a pickle, read by an unpickler that refuses every global a checkpoint does not need
+(:mod:`~modulecraft.serialization.torch_pickle`). Every size, offset and count in a file is checked, before any
+arithmetic or allocation, against the bytes really there, so a hostile file costs bounded time and memory. A
+damaged, truncated or hostile file raises :class:`CheckpointError` (a ``ValueError``; :class:`UnpicklingError`
+for a refused global), never a partial result.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import zipfile
 from collections.abc import Mapping
 from typing import IO, Any, Union
 
-from modulecraft.serialization import npz_format, safetensors_format, torch_zip
+from modulecraft.serialization import npz_format, safetensors_format, torch_writer, torch_zip
 from modulecraft.serialization.errors import ZIP_DAMAGE, CheckpointError, UnpicklingError
 
 __all__ = ["save", "load", "CheckpointError", "UnpicklingError", "FORMATS"]
@@ -34,7 +38,7 @@ PathOrFile = Union[str, os.PathLike, IO[bytes]]
 
 FORMATS = ("safetensors", "npz", "torch")
 _SUFFIXES = {".safetensors": "safetensors", ".npz": "npz", ".pt": "torch", ".pth": "torch"}
-_WRITERS = {"safetensors": safetensors_format.save, "npz": npz_format.save}
+_WRITERS = {"safetensors": safetensors_format.save, "npz": npz_format.save, "torch": torch_writer.save}
 
 
 def _format_to_write(f: PathOrFile, format: str | None) -> str:
@@ -48,16 +52,16 @@ def _format_to_write(f: PathOrFile, format: str | None) -> str:
 
 
 def save(obj: Mapping[str, Any], f: PathOrFile, format: str | None = None) -> None:
-    """Write the state_dict ``obj`` to ``f`` (a path or a binary file object).
+    """Write the checkpoint ``obj`` (a state_dict, or a dict of state_dicts and values) to ``f``.
 
-    The format is ``format`` (``"safetensors"`` or ``"npz"``), else the path's suffix (``.npz`` for the
-    ``.npz`` format), else safetensors. Values must be numpy arrays (uninitialised placeholders included) or
-    JSON values (numbers, strings, lists, dicts, None). A path is used as given, suffix and all.
+    ``f`` is a path or a binary file object. The format is ``format`` (``"safetensors"``, ``"torch"`` or
+    ``"npz"``), else the path's suffix (``.pt``/``.pth`` for torch's, ``.npz``), else safetensors. Values may be
+    numpy arrays, str, int, float, bool, None, bytes, complex, numpy dtypes, and dicts, lists, tuples and sets
+    of them; also, except in torch's format (torch has no such values), numpy scalars, frozensets and lazy
+    modules' uninitialised placeholders. Anything else is refused, so ``load`` gives back exactly what was
+    saved. A path is used as given, suffix and all.
     """
     chosen = _format_to_write(f, format)
-    if chosen == "torch":
-        raise ValueError("modulecraft writes no torch .pt/.pth files (they are pickles); save as .safetensors, "
-                         "which torch reads with safetensors.torch.load_file, or pass format='safetensors'")
     if isinstance(f, (str, os.PathLike)):
         buffer = io.BytesIO()  # nothing is written to the path unless the whole checkpoint could be made
         _WRITERS[chosen](obj, buffer)
@@ -95,14 +99,15 @@ def _sniff(file: IO[bytes], source: str) -> str:
 
 
 def load(f: PathOrFile, format: str | None = None) -> Any:
-    """Read a checkpoint: an ``OrderedDict`` of arrays in the saved order, with ``_metadata`` when saved.
+    """Read a checkpoint: what was saved, dicts in their order, a state_dict with its ``_metadata``.
 
     The format comes from the file's first bytes, whatever its name; ``format``, when given, must agree.
     A torch checkpoint comes back as ``torch.load(weights_only=True)`` would give it, with numpy arrays for
-    tensors (Parameters included, as a state_dict holds them).
+    tensors (Parameters included, as a state_dict holds them). A path is read straight into the arrays; a file
+    object is read whole into memory first.
     """
     if isinstance(f, (str, os.PathLike)):
-        with open(f, "rb") as file:
+        with open(f, "rb", buffering=0) as file:  # unbuffered: reads are few, small or straight into arrays
             return _load(file, repr(os.fspath(f)), format)
     # from where the caller's file object stands, in memory: seekable from 0 whatever the object
     return _load(io.BytesIO(f.read()), "the checkpoint", format)
@@ -114,8 +119,10 @@ def _load(file: IO[bytes], source: str, format: str | None) -> Any:
     found = _sniff(file, source)
     if format is not None and format != found:
         raise CheckpointError(f"{source} is a {found} checkpoint, not {format!r}")
-    if found == "torch":
-        return torch_zip.load(file, source)
-    if found == "npz":
-        return npz_format.load(file, source)
-    return safetensors_format.load(file, source)
+    try:
+        return _READERS[found](file, source)
+    except MemoryError:
+        raise CheckpointError(f"{source} needs more memory than is available to load; nothing was run") from None
+
+
+_READERS = {"torch": torch_zip.load, "npz": npz_format.load, "safetensors": safetensors_format.load}

@@ -1,9 +1,22 @@
-"""What a checkpoint stores besides arrays, shared by the ``.npz`` and safetensors formats.
+"""What a checkpoint stores besides arrays, shared by the safetensors and ``.npz`` formats: its structure, as JSON.
 
-A state_dict holds more than arrays: the key order, ``_metadata`` (each module's ``_version``, which
-``load_state_dict`` passes to ``_load_from_state_dict`` for backward-compatible loading), lazy modules'
-uninitialised placeholders (no shape, so no values to store) and non-array values such as extra state.
-Both formats store the arrays natively and all the rest as one JSON header, built and read here.
+A checkpoint is a state_dict, or any nesting of dicts, lists, tuples and sets around arrays and plain values,
+such as a training checkpoint ``{"model": ..., "optimizer": {"state": {0: {...}}, "param_groups": [...]},
+"epoch": 3}``. The formats store the arrays natively under *flattened names*, the keys on the way to each array
+joined by dots (``"model.0.weight"``, ``"optimizer.state.0.exp_avg"``; a state_dict's arrays keep their own
+keys, so other readers see the usual names), and everything else as one JSON *tree* mirroring the checkpoint:
+
+- strings, ints, floats (NaN and infinities included), booleans and None stand for themselves;
+- every other value is an object with one tag: ``{"array": name}``; ``{"scalar": name}`` (a numpy scalar, stored
+  as a 0-d array); ``{"uninitialized": "parameter" | "buffer", "dtype": "<f4"}`` (a lazy module's shape-less
+  placeholder); ``{"dict": [[key, value], ...]}`` and ``{"ordered_dict": [...], "metadata": tree}`` (a
+  state_dict's ``_metadata``, each module's ``_version``); ``{"list": [...]}``, ``{"tuple": [...]}``,
+  ``{"set": [...]}``, ``{"frozenset": [...]}``; ``{"bytes": latin-1 text}``; ``{"complex": [real, imag]}``;
+  ``{"dtype": "<f4"}``.
+
+Keys are values too, so int and tuple keys come back as they were. A value of any other type is refused on
+save, so what loads is always what was saved. Version 1 of the header (flat state_dicts of arrays and JSON
+values, written before training checkpoints could be saved) is still read.
 """
 
 from __future__ import annotations
@@ -18,54 +31,77 @@ import numpy as np
 from modulecraft.nn.parameter import UninitializedBuffer, UninitializedParameter, is_lazy
 from modulecraft.serialization.errors import CheckpointError
 
-__all__ = ["split", "assemble", "FORMAT", "FORMAT_VERSION"]
+__all__ = ["split", "assemble", "flattened_name", "FORMAT", "FORMAT_VERSION", "NESTING_LIMIT"]
 
 FORMAT = "modulecraft.state_dict"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+NESTING_LIMIT = 100  # containers inside containers; a training checkpoint nests about 5 deep
+_PLAIN = (str, int, float, bool, type(None))
+_CONTAINERS = {list: "list", tuple: "tuple", set: "set", frozenset: "frozenset"}
 
 
 def split(obj: Mapping[str, Any], reserved: str) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """Split the state_dict ``obj`` into plain arrays and the JSON-serialisable header describing the rest.
+    """Split the checkpoint ``obj`` into arrays by flattened name and the JSON-serialisable header of the rest.
 
-    ``reserved`` is the name the format keeps for its own header: a state_dict key with that name is
-    refused rather than silently overwritten.
+    ``reserved`` is the name the format keeps for its own header: an array of that name is refused rather than
+    silently overwritten.
     """
     if not isinstance(obj, Mapping):
         hint = "; pass module.state_dict() to save a module's state" if hasattr(obj, "state_dict") else ""
-        raise TypeError("modulecraft.save stores a state_dict (a mapping of names to arrays), "
-                        f"got {type(obj).__name__}{hint}")
+        raise TypeError("modulecraft.save stores a state_dict or a dict of them (a mapping of names to arrays and "
+                        f"values), got {type(obj).__name__}{hint}")
     arrays: dict[str, np.ndarray] = {}
-    values: dict[str, Any] = {}
-    lazy: dict[str, dict[str, str]] = {}
-    for key, value in obj.items():
-        if not isinstance(key, str):
-            raise TypeError(f"state_dict keys must be strings, got {key!r}")
-        if key == reserved:
-            raise ValueError(f"the key {reserved!r} is reserved for the checkpoint's own metadata")
+
+    def array(name: str, value: np.ndarray) -> str:
+        if name == reserved:
+            raise ValueError(f"the name {reserved!r} is reserved for the checkpoint's own metadata")
+        if name in arrays:
+            raise ValueError(f"two arrays would be stored under the same flattened name {name!r}; rename a key")
+        if value.dtype.hasobject:
+            raise TypeError(f"cannot save {name!r}: arrays of Python objects would need pickle")
+        arrays[name] = value
+        return name
+
+    def encode(value: Any, name: str | None, depth: int) -> Any:
+        if depth > NESTING_LIMIT:
+            raise ValueError(f"cannot save {name!r}: containers nested more than {NESTING_LIMIT} deep")
+        if type(value) in _PLAIN:
+            return value
         if is_lazy(value):
-            lazy[key] = {"kind": "parameter" if isinstance(value, UninitializedParameter) else "buffer",
-                         "dtype": value.dtype.str}
-        elif isinstance(value, np.ndarray):
-            if value.dtype.hasobject:
-                raise TypeError(f"cannot save {key!r}: arrays of Python objects would need pickle")
-            arrays[key] = np.asarray(value)
-        else:
-            try:
-                json.dumps(value)
-            except TypeError:
-                raise TypeError(f"cannot save {key!r} of type {type(value).__name__}: only numpy arrays and "
-                                "JSON values (numbers, strings, lists, dicts, None) are stored safely") from None
-            values[key] = value
-    metadata = getattr(obj, "_metadata", None)
-    header = {
-        "format": FORMAT,
-        "version": FORMAT_VERSION,
-        "keys": list(obj.keys()),
-        "values": values,
-        "uninitialized": lazy,
-        "metadata": None if metadata is None else dict(metadata),
-    }
-    return arrays, header
+            kind = "parameter" if isinstance(value, UninitializedParameter) else "buffer"
+            return {"uninitialized": kind, "dtype": value.dtype.str}
+        if isinstance(value, np.ndarray):
+            return {"array": array(name or "", np.asarray(value))}
+        if isinstance(value, np.generic):
+            return {"scalar": array(name or "", np.asarray(value))}
+        if type(value) in (dict, OrderedDict):  # not subclasses: they would load as what they derive from
+            node = {"ordered_dict" if type(value) is OrderedDict else "dict": [
+                [encode(key, None, depth + 1), encode(item, flattened_name(name, key), depth + 1)]
+                for key, item in value.items()]}
+            metadata = getattr(value, "_metadata", None)
+            if metadata is not None:
+                node["metadata"] = encode(dict(metadata), None, depth + 1)
+            return node
+        if type(value) in _CONTAINERS:
+            return {_CONTAINERS[type(value)]: [encode(item, flattened_name(name, index), depth + 1)
+                                               for index, item in enumerate(value)]}
+        if type(value) is bytes:
+            return {"bytes": value.decode("latin1")}
+        if type(value) is complex:
+            return {"complex": [value.real, value.imag]}
+        if isinstance(value, np.dtype):
+            return {"dtype": value.str}
+        raise TypeError(f"cannot save {name!r} of type {type(value).__name__}: a checkpoint holds numpy arrays and "
+                        "scalars, str, int, float, bool, None, bytes, complex, numpy dtypes, and dicts, lists, "
+                        "tuples and sets of them; anything else would need pickle")
+
+    tree = encode(obj, None, 0)
+    return arrays, {"format": FORMAT, "version": FORMAT_VERSION, "tree": tree}
+
+
+def flattened_name(prefix: str | None, key: Any) -> str | None:
+    """The flattened name of ``key`` inside ``prefix``; None (no name) inside a dict's key."""
+    return str(key) if prefix is None else f"{prefix}.{key}"
 
 
 def _placeholder(kind: str, dtype: str):
@@ -74,34 +110,79 @@ def _placeholder(kind: str, dtype: str):
     return cls(dtype=np.dtype(dtype))
 
 
-def assemble(header_json: str, arrays: Mapping[str, np.ndarray], source: str) -> OrderedDict:
-    """The state_dict that :func:`split` described: an ``OrderedDict`` in the saved order, with ``_metadata``.
+def _decode(node: Any, arrays: Mapping[str, np.ndarray], used: set, depth: int) -> Any:
+    if depth > NESTING_LIMIT:
+        raise CheckpointError(f"its header nests containers more than {NESTING_LIMIT} deep")
+    if type(node) in _PLAIN:
+        return node
+    if type(node) is not dict or len(node) not in (1, 2):
+        raise CheckpointError(f"its header has an unknown node {str(node)[:60]!r}")
+    (tag, content), *rest = node.items()
+    if tag in ("array", "scalar"):
+        if content in used:
+            raise CheckpointError(f"its header names the array {content!r} twice")
+        used.add(content)
+        return arrays[content] if tag == "array" else arrays[content][()]
+    if tag == "uninitialized":
+        return _placeholder(content, node["dtype"])
+    if tag in ("dict", "ordered_dict"):
+        result = {} if tag == "dict" else OrderedDict()
+        for key, value in content:
+            result[_decode(key, arrays, used, depth + 1)] = _decode(value, arrays, used, depth + 1)
+        if rest:
+            metadata = _decode(node["metadata"], arrays, used, depth + 1)
+            result._metadata = OrderedDict(metadata)
+        return result
+    kind = next((kind for kind, name in _CONTAINERS.items() if name == tag), None)
+    if kind is not None:
+        return kind(_decode(item, arrays, used, depth + 1) for item in content)
+    if tag == "bytes":
+        return content.encode("latin1")
+    if tag == "complex":
+        return complex(*content)
+    if tag == "dtype":
+        return np.dtype(content)
+    raise CheckpointError(f"its header has an unknown node {tag!r}")
 
-    ``arrays`` maps keys to the arrays the format read; ``source`` names the file in error messages. A header
-    that does not match the arrays (a key with no value, an array no key names) is a damaged file.
+
+def _assemble_version_1(header: dict, arrays: Mapping[str, np.ndarray]) -> OrderedDict:
+    """A flat state_dict as version 1 stored it: key order, JSON values, lazy placeholders, ``_metadata``."""
+    values, lazy = header["values"], header.get("uninitialized", {})
+    state_dict = OrderedDict()
+    for key in header["keys"]:
+        if key in lazy:
+            state_dict[key] = _placeholder(**lazy[key])
+        elif key in values:
+            state_dict[key] = values[key]
+        else:
+            state_dict[key] = arrays[key]
+    if header["metadata"] is not None:
+        state_dict._metadata = OrderedDict(header["metadata"])
+    return state_dict
+
+
+def assemble(header_json: str, arrays: Mapping[str, np.ndarray], source: str) -> Any:
+    """The checkpoint :func:`split` described, from its header and the arrays the format read by name.
+
+    ``source`` names the file in error messages. A header that does not match the arrays (a name with no array,
+    an array no name refers to) is a damaged file.
     """
     try:
         header = json.loads(header_json)
         if header.get("format") != FORMAT or header.get("version", 0) > FORMAT_VERSION:
-            raise CheckpointError(f"{source} has an unknown checkpoint format {header.get('format')!r} "
-                                  f"version {header.get('version')!r}; upgrade modulecraft to read it")
-        keys, values, lazy = header["keys"], header["values"], header.get("uninitialized", {})
-        state_dict = OrderedDict()
-        for key in keys:
-            if key in lazy:
-                state_dict[key] = _placeholder(**lazy[key])
-            elif key in values:
-                state_dict[key] = values[key]
-            else:
-                state_dict[key] = arrays[key]
-        if set(arrays) - set(keys):
-            raise CheckpointError(f"{source} holds arrays its header does not list: "
-                                  f"{sorted(set(arrays) - set(keys))}")
-        if header["metadata"] is not None:
-            state_dict._metadata = OrderedDict(header["metadata"])
-    except CheckpointError:
-        raise
-    except (ValueError, TypeError, KeyError, AttributeError) as error:
+            raise CheckpointError(f"an unknown checkpoint format {header.get('format')!r} version "
+                                  f"{header.get('version')!r}; upgrade modulecraft to read it")
+        if header["version"] == 1:
+            checkpoint = _assemble_version_1(header, arrays)
+            used = set(checkpoint)
+        else:
+            used: set = set()
+            checkpoint = _decode(header["tree"], arrays, used, 0)
+        if set(arrays) - used:
+            raise CheckpointError(f"it holds arrays its header does not list: {sorted(set(arrays) - used)[:5]}")
+        return checkpoint
+    except CheckpointError as error:
+        raise CheckpointError(f"{source}: {error}") from None
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as error:
         raise CheckpointError(f"{source} has a damaged modulecraft header ({type(error).__name__}: {error})") \
             from None
-    return state_dict

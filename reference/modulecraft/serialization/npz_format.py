@@ -5,15 +5,16 @@ JSON header of :mod:`modulecraft.serialization.header`. Any numpy can inspect it
 and reading it never unpickles (``allow_pickle=False``). Learners' checkpoints saved before safetensors
 became the default are in this format, so :func:`load` must keep reading it.
 
-numpy allocates the array an ``.npy`` header declares before reading its data, so :func:`load` first checks
-every member's declared shape against the bytes the member really has (:func:`_check_declared_sizes`).
+Before numpy reads a byte, the archive's members are checked as for torch's format (stored uncompressed, inside
+the file, apart from one another: :mod:`~modulecraft.serialization.zip_members`), and, since numpy allocates the
+array an ``.npy`` header declares before reading its data, every member's declared shape against the bytes the
+member really has (:func:`_check_declared_sizes`).
 """
 
 from __future__ import annotations
 
 import json
 import zipfile
-from collections import OrderedDict
 from collections.abc import Mapping
 from typing import IO, Any
 
@@ -21,6 +22,7 @@ import numpy as np
 
 from modulecraft.serialization.errors import ZIP_DAMAGE, CheckpointError
 from modulecraft.serialization.header import assemble, split
+from modulecraft.serialization.zip_members import ZipMembers
 
 __all__ = ["save", "load", "HEADER_MEMBER"]
 
@@ -29,7 +31,7 @@ HEADER_MEMBER = _HEADER + ".npy"  # how load() recognises this format inside a z
 
 
 def save(obj: Mapping[str, Any], file: IO[bytes]) -> None:
-    """Write the state_dict ``obj`` to the binary file object ``file`` as ``.npz`` + JSON."""
+    """Write the checkpoint ``obj`` to the binary file object ``file`` as ``.npz`` + JSON."""
     arrays, header = split(obj, reserved=_HEADER)
     payload = {_HEADER: np.array(json.dumps(header))}
     payload.update(arrays)
@@ -55,13 +57,14 @@ def _check_declared_sizes(file: IO[bytes]) -> None:
                 if member.tell() + declared != info.file_size:
                     raise CheckpointError(f"member {info.filename!r} declares {declared} bytes of data for shape "
                                           f"{shape} but has {info.file_size - member.tell()}")
-    file.seek(0)
 
 
-def load(file: IO[bytes], source: str) -> OrderedDict:
-    """Read a state_dict written by :func:`save` from the binary file object ``file``."""
+def load(file: IO[bytes], source: str) -> Any:
+    """Read a checkpoint written by :func:`save` from the binary file object ``file``."""
     try:
+        ZipMembers(file, "numpy.savez")
         _check_declared_sizes(file)
+        file.seek(0)
         with np.load(file, allow_pickle=False) as archive:
             if _HEADER not in archive.files:
                 raise CheckpointError(f"not a modulecraft checkpoint (no {_HEADER} entry); "

@@ -1,10 +1,17 @@
 """safetensors, the default checkpoint format: raw little-endian arrays after a JSON header, no code at all.
 
-The arrays are written and read by the ``safetensors`` package's numpy API, so a file we write loads in
-``safetensors.torch.load_file`` (and any other safetensors reader) with every state_dict key. What is not an
-array (key order, ``_metadata``, lazy placeholders, JSON values) is kept as one JSON string under the key
-``modulecraft`` of the header's ``__metadata__`` (safetensors allows only string values there); other readers
-ignore it.
+Files are written by the ``safetensors`` package's numpy API, so what we write loads in
+``safetensors.torch.load_file`` (and any other safetensors reader) with every array under its flattened name
+(``"0.weight"``, ``"model.0.weight"``, ``"optimizer.state.0.exp_avg"``). What is not an array (the structure of
+a training checkpoint, key order, ``_metadata``, lazy placeholders, plain values) is one JSON string under the
+key ``modulecraft`` of the header's ``__metadata__`` (see :mod:`~modulecraft.serialization.header`); other
+readers ignore it.
+
+Files are read here, not by the package: the header is checked whole first (every dtype known, every shape and
+offset a bounded non-negative int, the tensors covering the data exactly once), then every tensor is read
+straight into the array it becomes (:mod:`~modulecraft.serialization.file_bytes`): one copy of the data in
+memory, no more. bfloat16 and float8 tensors load widened to float32 (see
+:mod:`~modulecraft.serialization.dtypes`).
 
 Shared memory (tied weights) is **copied**: each key gets its own bytes. safetensors has no way to say
 "this tensor is that one" (``safetensors.torch`` refuses shared tensors for that reason), and recording an
@@ -15,36 +22,43 @@ round trip; only the file is larger.
 
 from __future__ import annotations
 
+import io
 import json
+import math
 import struct
+import sys
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import IO, Any
 
 import numpy as np
-import safetensors
 import safetensors.numpy
 
+from modulecraft.serialization import dtypes
 from modulecraft.serialization.errors import CheckpointError
+from modulecraft.serialization.file_bytes import read_pieces
 from modulecraft.serialization.header import assemble, split
 
 __all__ = ["save", "load", "looks_like_safetensors"]
 
 _METADATA_KEY = "modulecraft"
 _HEADER_LIMIT = 100 * 1024 * 1024  # the limit safetensors itself enforces on the JSON header
+_DIMENSION_LIMIT = 64
+_INT64 = 2**63
 
 
 def save(obj: Mapping[str, Any], file: IO[bytes]) -> None:
-    """Write the state_dict ``obj`` to the binary file object ``file`` in safetensors format."""
+    """Write the checkpoint ``obj`` to the binary file object ``file`` in safetensors format."""
     arrays, header = split(obj, reserved="__metadata__")
     # safetensors stores dense little-endian bytes: give it contiguous plain arrays (views and
     # Parameters included), and refuse what it has no dtype for with our own words.
     contiguous = {}
-    for key, array in arrays.items():
-        if array.dtype.kind not in "biufc" or array.dtype.itemsize > 8:
-            raise TypeError(f"cannot save {key!r}: safetensors stores bool, integer, float and complex64 "
+    for name, array in arrays.items():
+        kind = dtypes.for_numpy(array.dtype)
+        if kind is None or kind.safetensors_name is None:
+            raise TypeError(f"cannot save {name!r}: safetensors stores bool, integer, float and complex64 "
                             f"arrays, not {array.dtype}; use format='npz' for it")
-        contiguous[key] = array.astype(array.dtype.newbyteorder("<"), order="C", copy=False)
+        contiguous[name] = array.astype(array.dtype.newbyteorder("<"), order="C", copy=False)
     file.write(safetensors.numpy.save(contiguous, metadata={_METADATA_KEY: json.dumps(header)}))
 
 
@@ -53,15 +67,67 @@ def looks_like_safetensors(start: bytes) -> bool:
     return len(start) >= 9 and start[8:9] == b"{" and struct.unpack("<Q", start[:8])[0] <= _HEADER_LIMIT
 
 
-def load(file: IO[bytes], source: str) -> OrderedDict:
-    """Read a safetensors file; one another tool wrote gives a plain ``OrderedDict`` of its arrays."""
-    data = file.read()
+def _is_count(value: Any) -> bool:
+    return type(value) is int and 0 <= value < _INT64
+
+
+def _checked_entry(name: str, entry: Any, data_size: int) -> tuple[dtypes.ElementType, list, int, int]:
+    """One tensor's type, shape and data offsets, each checked before any arithmetic on them (inlined: this runs
+    once per tensor, thousands of times for a large model)."""
     try:
-        arrays = safetensors.numpy.load(data)
-        (header_size,) = struct.unpack("<Q", data[:8])
-        metadata = json.loads(data[8:8 + header_size]).get("__metadata__") or {}
-    except (safetensors.SafetensorError, ValueError, TypeError, AttributeError, struct.error) as error:
-        raise CheckpointError(f"{source} is not a valid safetensors file ({error})") from None
+        dtype, shape, (begin, end) = entry["dtype"], entry["shape"], entry["data_offsets"]
+    except (TypeError, KeyError, ValueError):
+        raise CheckpointError(f"tensor {name!r} is not described by a dtype, a shape and two data offsets") from None
+    kind = dtypes.by_safetensors_name(dtype) if type(dtype) is str else None
+    if kind is None:
+        raise CheckpointError(f"tensor {name!r} has the dtype {str(dtype)[:20]!r}, which modulecraft does not read "
+                              "(it reads BOOL, U8-U64, I8-I64, F16, BF16, F32, F64, C64 and F8 types)")
+    if not (type(shape) is list and len(shape) <= _DIMENSION_LIMIT and all(map(_is_count, shape))
+            and _is_count(begin) and _is_count(end) and begin <= end <= data_size):
+        raise CheckpointError(f"tensor {name!r} has an invalid shape {str(shape)[:60]} or data offsets "
+                              f"{str(entry['data_offsets'])[:60]} for {data_size} bytes of data")
+    if math.prod(shape) * kind.raw.itemsize != end - begin:  # at most 64 ints below 2**63: a cheap product
+        raise CheckpointError(f"tensor {name!r} has an invalid shape {shape} for its {end - begin} bytes of data")
+    return kind, shape, begin, end
+
+
+def load(file: IO[bytes], source: str) -> Any:
+    """Read a safetensors file; one another tool wrote gives a plain ``OrderedDict`` of its arrays."""
+    try:
+        file.seek(0, io.SEEK_END)
+        file_size = file.tell()
+        file.seek(0)
+        (header_size,) = struct.unpack("<Q", file.read(8))
+        if header_size > min(_HEADER_LIMIT, file_size - 8):
+            raise CheckpointError(f"its header declares {header_size} bytes, more than the file holds")
+        header = json.loads(file.read(header_size))
+        if type(header) is not dict:
+            raise CheckpointError("its header is not a JSON object")
+        metadata = header.pop("__metadata__", None) or {}
+        if type(metadata) is not dict or not all(type(value) is str for value in metadata.values()):
+            raise CheckpointError("its __metadata__ is not a mapping of strings to strings")
+        data_start = 8 + header_size
+        entries = {name: _checked_entry(name, entry, file_size - data_start) for name, entry in header.items()}
+        covered = 0
+        for _, _, begin, end in sorted(entries.values(), key=lambda entry: entry[2:]):
+            covered = end if begin == covered else -1
+        if covered != file_size - data_start:
+            raise CheckpointError("its data is not fully covered by its tensors exactly once (a gap, an overlap "
+                                  "or bytes past the last tensor)")
+        raws = {name: np.empty(shape, kind.raw) for name, (kind, shape, _, _) in entries.items()}
+        pieces = [(entries[name][2], raw.reshape(-1).view(np.uint8)) for name, raw in raws.items()]
+        read_pieces(file, data_start, sorted(pieces, key=lambda piece: piece[0]), "its data")
+        arrays = OrderedDict()
+        for name, raw in raws.items():
+            kind = entries[name][0]
+            if sys.byteorder == "big" and kind.raw.itemsize > 1:
+                raw = raw.byteswap().view(kind.raw.newbyteorder("="))
+            arrays[name] = kind.load(raw)
+    except CheckpointError as error:
+        raise CheckpointError(f"{source} is not a valid safetensors file: {error}") from None
+    except (ValueError, TypeError, RecursionError, struct.error, OSError) as error:
+        raise CheckpointError(f"{source} is not a valid safetensors file ({type(error).__name__}: {error})") \
+            from None
     if _METADATA_KEY not in metadata:
-        return OrderedDict(arrays)
+        return arrays
     return assemble(metadata[_METADATA_KEY], arrays, source)

@@ -20,7 +20,7 @@ def linear(x, weight, bias=None):
     dict(
         grade_id="c00_count_parameters",
         mistake="counts-arrays-not-values",
-        feedback="a weight of 3 x 2 values plus a bias of 2",
+        feedback="count values, not arrays",
         source='''
 def count_parameters(module):
     return len(list(module.parameters()))
@@ -65,16 +65,26 @@ def count_parameters(module):
     dict(
         grade_id="c00_predict_names",
         mistake="predicts-renumbered-children",
-        feedback="the second Linear is child 2",
-        source='prediction = ["features.0.weight", "features.0.bias", "features.1.weight", "features.1.bias", "head.weight"]',
+        feedback="keep their position as name, parameterless layers included",
+        source='''
+def prediction(layers):
+    names = []
+    linears = [kind for kind in layers if kind.startswith("Linear")]
+    for position, kind in enumerate(linears):
+        names.append(f"{position}.weight")
+        if kind == "Linear":
+            names.append(f"{position}.bias")
+    return names
+''',
     ),
     dict(
         grade_id="c00_predict_names",
-        mistake="predicts-head-bias",
-        feedback="head was built with bias=False",
+        mistake="predicts-bias-always",
+        feedback="a Linear built with bias=False has a weight only",
         source='''
-prediction = ["features.0.weight", "features.0.bias", "features.2.weight", "features.2.bias", "head.weight",
-              "head.bias"]
+def prediction(layers):
+    return [f"{position}.{name}" for position, kind in enumerate(layers) if kind.startswith("Linear")
+            for name in ("weight", "bias")]
 ''',
     ),
     dict(
@@ -103,5 +113,10 @@ class FixedStack(nn.Module):
         return x
 ''',
     ),
+    dict(
+        grade_id="c00_linear",
+        mistake="delegates-to-reference",
+        feedback="does not exist while grading",
+        source="linear = nn.functional.linear",
+    ),
 ]
-

@@ -64,7 +64,7 @@ def module_init(self):
     dict(
         grade_id="c01_forward_unimplemented",
         mistake="base-class-name",
-        feedback="Calling a module whose class defines no forward",
+        feedback="a module whose class defines no forward",
         source='''
 def forward_unimplemented(self, *input):
     raise NotImplementedError('Module [Module] is missing the required "forward" function')
@@ -129,19 +129,32 @@ WRONG_IMPLEMENTATIONS += [
         grade_id="c01_predict_hooks",
         mistake="predicts-local-hooks-first",
         feedback="global hooks run before local ones",
-        source='prediction = ["forward(2)", "hook A(4)", "hook B(4)", "global(4)", "returned 14"]',
+        source='''
+def prediction(x):
+    doubled = 2 * (x + 1)
+    return [f"forward({x + 1})", f"hook A({doubled})", f"hook B({doubled})", f"global({doubled})",
+            f"returned {doubled + 10}"]
+''',
     ),
     dict(
         grade_id="c01_predict_hooks",
         mistake="predicts-pre-hook-ignored",
-        feedback="the pre-hook's return value, a single value, replaced the input",
-        source='prediction = ["forward(1)", "global(2)", "hook A(2)", "hook B(2)", "returned 12"]',
+        feedback="the pre-hook's single value replaces the input",
+        source='''
+def prediction(x):
+    return [f"forward({x})", f"global({2 * x})", f"hook A({2 * x})", f"hook B({2 * x})", f"returned {2 * x + 10}"]
+''',
     ),
     dict(
         grade_id="c01_predict_hooks",
         mistake="predicts-hook-result-ignored",
         feedback="B's return value replaces what model(x) returns",
-        source='prediction = ["forward(2)", "global(4)", "hook A(4)", "hook B(4)", "returned 4"]',
+        source='''
+def prediction(x):
+    doubled = 2 * (x + 1)
+    return [f"forward({x + 1})", f"global({doubled})", f"hook A({doubled})", f"hook B({doubled})",
+            f"returned {doubled}"]
+''',
     ),
     dict(
         grade_id="c01_fixed_pipeline",
@@ -152,7 +165,7 @@ WRONG_IMPLEMENTATIONS += [
     dict(
         grade_id="c01_fixed_pipeline",
         mistake="head-forward-still-called",
-        feedback="not self.head.forward(...)",
+        feedback="call self.head(...) so its hooks run",
         edits=[("return self.head(self.encoder(x))", "return self.head.forward(self.encoder(x))")],
     ),
     dict(
@@ -180,5 +193,26 @@ WRONG_IMPLEMENTATIONS += [
             ("    for hook in (*global_post.values(), *self._forward_hooks.values()):\n",
              "    for hook in (*self._forward_hooks.values(), *global_post.values()):\n"),
         ],
+    ),
+    dict(
+        grade_id="c01_module_init",
+        mistake="init-delegates-to-reference",
+        feedback="does not exist while grading",
+        source="module_init = nn.Module.__init__",
+    ),
+    dict(
+        grade_id="c01_forward_unimplemented",
+        mistake="forward-delegates-to-reference",
+        feedback="does not exist while grading",
+        source="forward_unimplemented = nn.Module.forward",
+    ),
+    dict(
+        grade_id="c01_call_impl",
+        mistake="call-delegates-to-reference",
+        feedback="does your code call modulecraft's own version",
+        source='''
+def call_impl(self, *args, **kwargs):
+    return nn.Module._call_impl(self, *args, **kwargs)
+''',
     ),
 ]

@@ -50,7 +50,7 @@ def module_getattr(self, name):
     dict(
         grade_id="c02_module_getattr",
         mistake="key-error",
-        feedback="Reading a missing attribute",
+        feedback="Reading the missing attribute",
         source='''
 def module_getattr(self, name):
     state = self.__dict__
@@ -85,7 +85,7 @@ def module_delattr(self, name):
     dict(
         grade_id="c02_module_delattr",
         mistake="plain-attributes-ignored",
-        feedback="Where 'note' lives after del",
+        feedback="fall back to object.__delattr__",
         edits=[
             ("        del self._modules[name]\n"
              "    else:\n"
@@ -170,7 +170,7 @@ def module_dir(self):
     dict(
         grade_id="c02_add_module",
         mistake="existing-attribute-not-checked",
-        feedback="attribute 'forward' already exists",
+        feedback="hasattr(self, name) and name not in self._modules",
         edits=[
             ("    elif hasattr(self, name) and name not in self._modules:\n"
              "        raise KeyError(f\"attribute '{name}' already exists\")\n",
@@ -203,19 +203,31 @@ def module_dir(self):
     dict(
         grade_id="c02_predict_filing",
         mistake="predicts-none-leaves-modules",
-        feedback="None may replace a child",
-        source='''
-prediction = {"a": ["__dict__"], "b": ["_parameters"], "c": ["_buffers"],
-              "d": ["_buffers", "_non_persistent_buffers_set"], "e": ["_parameters"]}
-''',
+        feedback="only None may replace a parameter or a child",
+        edits=[
+            ("    if before == [\"_modules\"]:                          # step 4: only None may replace a child\n"
+             "        return before if second == \"None\" else \"TypeError\"\n",
+             "    if before == [\"_modules\"]:\n"
+             "        return [\"__dict__\"] if second == \"None\" else \"TypeError\"\n"),
+        ],
     ),
     dict(
         grade_id="c02_predict_filing",
         mistake="predicts-persistence-reset",
-        feedback="keeps the persistence it had",
-        source='''
-prediction = {"a": ["_modules"], "b": ["_parameters"], "c": ["_buffers"], "d": ["_buffers"], "e": ["_parameters"]}
-''',
+        feedback="an array or None keeps a buffer's persistence",
+        edits=[
+            ("    return before                                       # a buffer keeps its persistence; else __dict__",
+             "    return before[:1]"),
+        ],
+    ),
+    dict(
+        grade_id="c02_predict_filing",
+        mistake="predicts-buffer-over-attribute-accepted",
+        feedback="an nn.Buffer needs a name that is free or already a buffer",
+        edits=[
+            ("        return homes[second] if before[0] == \"_buffers\" else \"KeyError\"\n",
+             "        return homes[second]\n"),
+        ],
     ),
     dict(
         grade_id="c02_module_setattr",
@@ -239,5 +251,38 @@ prediction = {"a": ["_modules"], "b": ["_parameters"], "c": ["_buffers"], "d": [
              "                module = output\n",
              "            hook(self, name, module)\n"),
         ],
+    ),
+    dict(
+        grade_id="c02_module_setattr",
+        mistake="setattr-delegates-to-reference",
+        feedback="does not exist while grading",
+        source="module_setattr = nn.Module.__setattr__",
+    ),
+    dict(
+        grade_id="c02_module_getattr",
+        mistake="getattr-delegates-to-reference",
+        feedback="does not exist while grading",
+        source="module_getattr = nn.Module.__getattr__",
+    ),
+    dict(
+        grade_id="c02_module_delattr",
+        mistake="delattr-delegates-to-reference",
+        feedback="does not exist while grading",
+        source="module_delattr = nn.Module.__delattr__",
+    ),
+    dict(
+        grade_id="c02_module_dir",
+        mistake="dir-delegates-to-reference",
+        feedback="does not exist while grading",
+        source="module_dir = nn.Module.__dir__",
+    ),
+    dict(
+        grade_id="c02_add_module",
+        mistake="add-module-delegates-to-reference",
+        feedback="does your code call modulecraft's own version",
+        source='''
+def add_module(self, name, module):
+    return nn.Module.add_module(self, name, module)
+''',
     ),
 ]

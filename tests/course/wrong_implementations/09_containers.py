@@ -38,7 +38,7 @@ WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id='c09_sequential_indexing',
         mistake='negative-range-unchecked',
-        feedback="named[-4] on three modules must raise IndexError",
+        feedback='must raise IndexError (the range check)',
         edits=[
             ("    if not -size <= idx < size:\n", "    if idx >= size:\n"),
         ],
@@ -54,7 +54,7 @@ WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id='c09_sequential_indexing',
         mistake='key-from-index',
-        feedback='keys and modules left after del s[0:2]',
+        feedback='keys and modules left after del s[0:',
         edits=[
             ("    if isinstance(idx, slice):\n"
              "        for key in list(self._modules.keys())[idx]:\n"
@@ -77,23 +77,18 @@ WRONG_IMPLEMENTATIONS = [
              "            delattr(self, key)\n"),
         ],
     ),
+    # The prediction earns no points (a constant answer cannot be graded securely): its tests check the form only.
     dict(
         grade_id='c09_predict_keys',
-        mistake='slice-renumbers-prediction',
-        feedback='a slice keeps the old keys',
-        edits=[('keys_of_slice = ["act", "decoder"]', 'keys_of_slice = ["0", "1"]')],
+        mistake='keys-as-one-string',
+        feedback='are lists of strings',
+        edits=[('keys_of_slice = ["act", "decoder"]', 'keys_of_slice = "act, decoder"')],
     ),
     dict(
         grade_id='c09_predict_keys',
-        mistake='names-survive-deletion',
-        feedback='the name \'decoder\' is gone',
-        edits=[('decoder_still_an_attribute = False', 'decoder_still_an_attribute = True')],
-    ),
-    dict(
-        grade_id='c09_predict_keys',
-        mistake='deletion-keeps-names',
-        feedback='a deletion renumbers every key, names included',
-        edits=[('keys_after_del = ["0", "1"]', 'keys_after_del = ["act", "decoder"]')],
+        mistake='attribute-as-string',
+        feedback='is True or False',
+        edits=[('decoder_still_an_attribute = False', 'decoder_still_an_attribute = "no"')],
     ),
     dict(
         grade_id='c09_sequential_growth',
@@ -361,5 +356,39 @@ def sequential_iadd(self, other):
         feedback='append grows _size, then self[new_index] = value',
         edits=[("    self._size += 1\n    self[new_index] = value\n",
                 "    self[new_index] = value\n    self._size += 1\n")],
+    ),
+    # Solutions that hand the exercise back to the reference: while grading, the reference's own is gone.
+    dict(
+        grade_id='c09_sequential_indexing',
+        mistake='delegates-to-reference-indexing',
+        feedback='does not exist while grading',
+        source="sequential_getitem = nn.Sequential.__getitem__\nsequential_delitem = nn.Sequential.__delitem__",
+    ),
+    dict(
+        grade_id='c09_sequential_growth',
+        mistake='delegates-to-reference-growth',
+        feedback='does not exist while grading',
+        source=("sequential_append = nn.Sequential.append\nsequential_extend = nn.Sequential.extend\n"
+                "sequential_add = nn.Sequential.__add__\nsequential_iadd = nn.Sequential.__iadd__"),
+    ),
+    dict(
+        grade_id='c09_sequential_insert',
+        mistake='delegates-to-reference-insert',
+        feedback='does not exist while grading',
+        source="sequential_insert = nn.Sequential.insert",
+    ),
+    dict(
+        grade_id='c09_modulelist_repr',
+        mistake='delegates-to-reference-repr',
+        feedback='does not exist while grading',
+        source="modulelist_repr = nn.ModuleList.__repr__",
+    ),
+    dict(
+        grade_id='c09_parameter_containers',
+        mistake='delegates-to-reference-parameters',
+        feedback='does not exist while grading',
+        source=("parameterlist_setitem = nn.ParameterList.__setitem__\nparameterlist_append = nn.ParameterList.append\n"
+                "moduledict_update = nn.ModuleDict.update\nparameterdict_update = nn.ParameterDict.update\n"
+                "from modulecraft.nn.modules.container import _update_pairs as update_from_pairs"),
     ),
 ]

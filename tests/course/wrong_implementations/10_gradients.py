@@ -46,23 +46,18 @@ WRONG_IMPLEMENTATIONS = [
         edits=[("    for p in self.parameters():\n        p.requires_grad_(requires_grad)\n",
                 "    for p in self.parameters(recurse=False):\n        p.requires_grad_(requires_grad)\n")],
     ),
+    # The prediction earns no points (a constant answer cannot be graded securely): its tests check the form only.
     dict(
         grade_id="c10_predict_order",
-        mistake="root-full-hook-first",
-        feedback="the root's last",
-        edits=[('"bpre root", "bwd 1", "bwd 0", "bwd root"]', '"bpre root", "bwd root", "bwd 1", "bwd 0"]')],
+        mistake="label-missing",
+        feedback="prediction holds each of the seven labels once",
+        edits=[('"bpre root", "bwd 1", "bwd 0", "bwd root"]', '"bpre root", "bwd 1", "bwd 0"]')],
     ),
     dict(
         grade_id="c10_predict_order",
-        mistake="backward-in-forward-order",
-        feedback="Backward visits the modules in reverse",
-        edits=[('"bpre root", "bwd 1", "bwd 0", "bwd root"]', '"bpre root", "bwd 0", "bwd 1", "bwd root"]')],
-    ),
-    dict(
-        grade_id="c10_predict_order",
-        mistake="backward-pre-hook-last",
-        feedback="its backward pre-hook fires before anything else",
-        edits=[('"bpre root", "bwd 1", "bwd 0", "bwd root"]', '"bwd 1", "bwd 0", "bwd root", "bpre root"]')],
+        mistake="labels-as-one-string",
+        feedback="prediction is a list of seven strings",
+        source='prediction = "fwd 0, fwd 1, fwd root, bpre root, bwd 1, bwd 0, bwd root"',
     ),
     dict(
         grade_id="c10_call_impl",
@@ -122,7 +117,7 @@ WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id="c10_watch_gradients",
         mistake="element-wise-clip",
-        feedback="norms of every parameter's .grad after clipping to 0.5",
+        feedback="norms of every parameter's .grad after clipping to",
         edits=[("        return grad * (max_norm / norm) if norm > max_norm else grad\n",
                 "        return np.clip(grad, -max_norm, max_norm)\n")],
     ),
@@ -132,5 +127,24 @@ WRONG_IMPLEMENTATIONS = [
         feedback="Removing the returned handles must stop the logging hooks",
         edits=[("        handles.append(module.register_full_backward_hook(log_norm))\n",
                 "        module.register_full_backward_hook(log_norm)\n")],
+    ),
+    # Solutions that hand the exercise back to the reference: while grading, the reference's own is gone.
+    dict(
+        grade_id="c10_zero_grad",
+        mistake="delegates-to-reference-zero-grad",
+        feedback="does not exist while grading",
+        source="zero_grad = nn.Module.zero_grad\nrequires_grad_ = nn.Module.requires_grad_",
+    ),
+    dict(
+        grade_id="c10_call_impl",
+        mistake="delegates-to-reference-call-impl",
+        feedback="does not exist while grading",
+        source="call_impl = nn.Module._call_impl",
+    ),
+    dict(
+        grade_id="c10_watch_gradients",
+        mistake="delegates-to-reference-watcher",
+        feedback="does not exist while grading",
+        source="from modulecraft.exercises.c10_gradients import watch_gradients",
     ),
 ]

@@ -27,7 +27,7 @@ WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id="c11_sgd",
         mistake="momentum-buffer-not-kept",
-        feedback="momentum=0.9",
+        feedback="second group without decay",
         edits=[('                        state = self.state[p]\n'
                 '                        if "momentum_buffer" not in state:\n'
                 '                            state["momentum_buffer"] = np.array(g, copy=True)\n'
@@ -82,23 +82,18 @@ WRONG_IMPLEMENTATIONS = [
         feedback="fills the same grad arrays with zeros",
         edits=[("                        p.grad[...] = 0", "                        p.grad = np.zeros_like(p.grad)")],
     ),
+    # The prediction earns no points (a constant answer cannot be graded securely): its tests check the form only.
     dict(
         grade_id="c11_predict_indices",
-        mistake="indices-restart-per-group",
-        feedback="numbered across the groups",
-        edits=[('"params": [[0, 1], [2, 3, 4, 5]]', '"params": [[0, 1], [0, 1, 2, 3]]')],
+        mistake="one-list-of-params",
+        feedback="your prediction has the form",
+        edits=[('"params": [[0, 1], [2, 3, 4, 5]]', '"params": [0, 1, 2, 3, 4, 5]')],
     ),
     dict(
         grade_id="c11_predict_indices",
-        mistake="indices-in-named-parameters-order",
-        feedback="in the order the groups list the parameters",
-        edits=[('"params": [[0, 1], [2, 3, 4, 5]]', '"params": [[0, 4], [1, 2, 3, 5]]')],
-    ),
-    dict(
-        grade_id="c11_predict_indices",
-        mistake="state-for-the-frozen-bias",
-        feedback="the frozen bias has none",
-        edits=[('"state": [0, 1, 2, 3, 4]}', '"state": [0, 1, 2, 3, 4, 5]}')],
+        mistake="indices-as-names",
+        feedback="your prediction holds lists of integers",
+        edits=[('"state": [0, 1, 2, 3, 4]}', '"state": ["0.weight", "3.weight", "0.bias", "1.weight", "1.bias"]}')],
     ),
     dict(
         grade_id="c11_state_dict",
@@ -131,5 +126,24 @@ WRONG_IMPLEMENTATIONS = [
         feedback="not a copy",
         edits=[("    state = {index_of[id(p)]: value for p, value in optimizer.state.items()}\n",
                 "    state = {index_of[id(p)]: dict(value) for p, value in optimizer.state.items()}\n")],
+    ),
+    # Solutions that hand the exercise back to the reference: while grading, the reference's own is gone.
+    dict(
+        grade_id="c11_param_groups",
+        mistake="delegates-to-reference-param-groups",
+        feedback="does not exist while grading",
+        source="NORM_LAYERS = (nn.BatchNorm1d,)\nfrom modulecraft.exercises.c11_optimizers import param_groups",
+    ),
+    dict(
+        grade_id="c11_sgd",
+        mistake="delegates-to-reference-sgd",
+        feedback="does not exist while grading",
+        source="class SGD(optim.SGD):\n    pass",
+    ),
+    dict(
+        grade_id="c11_state_dict",
+        mistake="delegates-to-reference-state-dict",
+        feedback="does not exist while grading",
+        source="optimizer_state_dict = optim.Optimizer.state_dict",
     ),
 ]

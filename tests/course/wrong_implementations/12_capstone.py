@@ -45,7 +45,7 @@ WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id='c12_train_epoch',
         mistake='zero-grad-after-backward',
-        feedback='mean loss of the third epoch',
+        feedback='losses of two epochs',
         edits=[
             ("        optimizer.zero_grad()\n",
              ""),
@@ -98,29 +98,19 @@ WRONG_IMPLEMENTATIONS = [
              "    logits = model(x)\n"),
         ],
     ),
+    # The prediction earns no points (a constant answer cannot be graded securely): its tests check the form only.
     dict(
         grade_id='c12_predict_hooks',
-        mistake='backward-in-forward-order',
-        feedback="your prediction of the hooks' order",
-        edits=[
-            ('"backward 3", "backward 0"]', '"backward 0", "backward 3"]'),
-        ],
+        mistake='order-as-one-string',
+        feedback="your prediction of the hooks' order is a list",
+        edits=[('hook_order = ["forward 0", "forward 1", "forward 2", "forward 3", "backward 3", "backward 0"]',
+                'hook_order = "forward 0, forward 1, forward 2, forward 3, backward 3, backward 0"')],
     ),
     dict(
         grade_id='c12_predict_hooks',
-        mistake='backward-on-every-layer',
-        feedback="your prediction of the hooks' order",
-        edits=[
-            ('"backward 3", "backward 0"]', '"backward 3", "backward 2", "backward 1", "backward 0"]'),
-        ],
-    ),
-    dict(
-        grade_id='c12_predict_hooks',
-        mistake='grad-input-of-the-pixels',
-        feedback="grad_input is (None,)",
-        edits=[
-            ("first_layer_grad_input = (None,)", "first_layer_grad_input = ()"),
-        ],
+        mistake='grad-input-not-a-tuple',
+        feedback="first_layer_grad_input is a tuple",
+        edits=[("first_layer_grad_input = (None,)", "first_layer_grad_input = None")],
     ),
     dict(
         grade_id='c12_statistics',
@@ -171,7 +161,7 @@ WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id='c12_checkpoint',
         mistake='optimizer-state-not-loaded',
-        feedback='losses of four more steps',
+        feedback='losses of three more steps',
         edits=[
             ('    optimizer.load_state_dict({"state": state, "param_groups": flat["param_groups"]})\n',
              ""),
@@ -180,7 +170,7 @@ WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id='c12_checkpoint',
         mistake='string-indices',
-        feedback='losses of four more steps',
+        feedback='losses of three more steps',
         edits=[
             ("            state.setdefault(int(index), {})[name] = value\n",
              "            state.setdefault(index, {})[name] = value\n"),
@@ -223,10 +213,43 @@ WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id='c12_checkpoint',
         mistake='writes-nothing',
-        feedback='Got:      no file',
+        feedback='the files save_checkpoint(model, optimizer, folder) writes in folder',
         edits=[
             ('    modulecraft.save(model.state_dict(), folder / "model.safetensors")\n', ""),
             ('    modulecraft.save(flat, folder / "optimizer.safetensors")\n', ""),
         ],
+    ),
+    # Solutions that hand the exercise back to the reference: while grading, the reference's own is gone.
+    dict(
+        grade_id='c12_crafted',
+        mistake='delegates-to-reference-crafted',
+        feedback='does not exist while grading',
+        source=("named_modules = nn.Module.named_modules\ntrain = nn.Module.train\n"
+                "_save_to_state_dict = nn.Module._save_to_state_dict\nstate_dict = nn.Module.state_dict\n"
+                "load_state_dict = nn.Module.load_state_dict\n_call_impl = nn.Module._call_impl"),
+    ),
+    dict(
+        grade_id='c12_train_epoch',
+        mistake='delegates-to-reference-train-epoch',
+        feedback='does not exist while grading',
+        source="from modulecraft.exercises.c12_capstone import train_epoch",
+    ),
+    dict(
+        grade_id='c12_accuracy',
+        mistake='delegates-to-reference-accuracy',
+        feedback='does not exist while grading',
+        source="from modulecraft.exercises.c12_capstone import accuracy",
+    ),
+    dict(
+        grade_id='c12_statistics',
+        mistake='delegates-to-reference-statistics',
+        feedback='does not exist while grading',
+        source="from modulecraft.exercises.c12_capstone import attach_statistics",
+    ),
+    dict(
+        grade_id='c12_checkpoint',
+        mistake='delegates-to-reference-checkpoint',
+        feedback='does not exist while grading',
+        source="from modulecraft.exercises.c12_capstone import save_checkpoint, load_checkpoint",
     ),
 ]

@@ -54,6 +54,11 @@ def _typename(obj: Any) -> str:
     return cls.__qualname__ if module in ("", "builtins") else f"{module}.{cls.__qualname__}"
 
 
+def _name_taken(name: str) -> KeyError:
+    """torch's error for registering a member under a name that is already an ordinary attribute."""
+    return KeyError(f"attribute '{name}' already exists")
+
+
 def _detached(array: np.ndarray) -> np.ndarray:
     """A plain ndarray sharing ``array``'s memory: what a state_dict holds unless ``keep_vars``.
 
@@ -620,7 +625,7 @@ class Module:
         elif name == "":
             raise KeyError(f'{kind} name can\'t be empty string ""')
         elif hasattr(self, name) and name not in self.__dict__[container]:
-            raise KeyError(f"attribute '{name}' already exists")
+            raise _name_taken(name)
 
     def register_buffer(self, name: str, tensor: Optional[np.ndarray], persistent: bool = True) -> None:
         """Add an array that is module state but not a parameter (e.g. BatchNorm's running mean).
@@ -662,7 +667,7 @@ class Module:
         elif not isinstance(name, str):
             raise TypeError(f"module name should be a string. Got {_typename(name)}")
         elif hasattr(self, name) and name not in self._modules:
-            raise KeyError(f"attribute '{name}' already exists")
+            raise _name_taken(name)
         elif "." in name:
             raise KeyError(f'module name can\'t contain ".", got: {name}')
         elif name == "":

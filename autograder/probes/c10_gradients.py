@@ -1,0 +1,338 @@
+"""Chapter 10's tests: zero_grad and requires_grad_, the backward part of _call_impl, a gradient watcher."""
+import warnings
+
+import numpy as np
+
+import modulecraft
+from modulecraft import nn
+from modulecraft.nn import functional as F
+from modulecraft.nn.modules import module as registry
+
+from . import Reference, probe
+
+# The learner's names in this chapter, and where the reference keeps each: while grading, these do not exist in
+# the kernel's modulecraft (`autograder.answer_key`), and the reference's own modules call the learner's (every
+# module call goes through the learner's `call_impl` there).
+YOURS = {
+    "zero_grad": "modulecraft.nn.modules.module:Module.zero_grad",
+    "requires_grad_": "modulecraft.nn.modules.module:Module.requires_grad_",
+    "call_impl": "modulecraft.nn.modules.module:Module._call_impl",
+    "watch_gradients": "modulecraft.exercises.c10_gradients:watch_gradients",
+}
+
+# The watcher's probes run modules with full backward hooks: while grading, the learner's `call_impl` wires them.
+BUILDS_ON = {"c10_watch_gradients": ["c10_call_impl"]}
+
+
+# -- Exercise 1: zero_grad and requires_grad_ ----------------------------------------------------------------------
+def resettable_class(yours):
+    """A module with a parameter of its own, a Linear child and an optional child; zero_grad and requires_grad_
+    are the learner's (its children's are the reference's, or the learner's through the seams)."""
+    class Resettable(nn.Module):
+        zero_grad = yours.zero_grad
+        requires_grad_ = yours.requires_grad_
+
+        def __init__(self, width, child=None):
+            super().__init__()
+            self.scale = nn.Parameter(np.full(width, 0.5, dtype=np.float32))
+            self.linear = nn.Linear(3, width)
+            self.child = child
+    return Resettable
+
+
+def backward_without_calls(model, x):
+    """sum(child(linear(x) * scale)).backward() through functional ops: no module call, so no `_call_impl` (the
+    learner's while grading, maybe not written yet) is involved."""
+    out = F.linear(x, model.linear.weight, model.linear.bias) * model.scale
+    if model.child is not None:
+        out = F.linear(out, model.child.weight, model.child.bias)
+    out.sum().backward()
+
+
+def grads_of(model):
+    return {name: p.grad for name, p in model.named_parameters()}
+
+
+@probe("c10_zero_grad_visible")
+def zero_grad_visible(yours, draw, check):
+    width = draw.int(2, 4)
+    names = ["scale", "linear.weight", "linear.bias", "child.weight", "child.bias"]
+    with_grad = [name for name in names if draw.coin()] or [draw.choice(names)]
+    values = {name: draw.array(*shape) for name, shape in
+              zip(names, [(width,), (width, 3), (width,), (1, width), (1,)])}
+    hint_zero = "see 10.2: walk self.parameters(); set_to_none=True sets grad to None, False zeroes the same array " \
+                "in place."
+
+    def cleared(set_to_none):
+        model = resettable_class(yours)(width, nn.Linear(width, 1))
+        for name, p in model.named_parameters():
+            p.grad = values[name].copy() if name in with_grad else None
+        before = grads_of(model)
+        model.zero_grad(set_to_none=set_to_none)
+        return [(name, None if p.grad is None else (p.grad is before[name], float(np.abs(p.grad).sum())))
+                for name, p in model.named_parameters()]
+    check(f"zero_grad() when {', '.join(with_grad)} have a gradient: (name, grad) of every parameter",
+          lambda: cleared(True), hint=hint_zero)
+    check(f"zero_grad(set_to_none=False) when {', '.join(with_grad)} have a gradient: "
+          "(name, (same array as before?, sum of |grad|))", lambda: cleared(False), hint=hint_zero)
+
+    unfrozen = draw.choice(["child", "linear"])
+
+    def frozen_but_one():
+        model = resettable_class(yours)(width, nn.Linear(width, 1))
+        returned = model.requires_grad_(False)
+        getattr(model, unfrozen).requires_grad_(True)
+        x = modulecraft.Tensor(draw_x).requires_grad_()
+        backward_without_calls(model, x)
+        return (returned is model, [(name, p.requires_grad, p.grad is not None) for name, p in model.named_parameters()],
+                x.grad is not None)
+    draw_x = draw.array(4, 3)
+    check(f"requires_grad_(False) on the parent, then True on its {unfrozen}, then backward: "
+          "(returns self?, (name, requires_grad, has grad), input has grad?)", frozen_but_one,
+          hint="see 10.2: requires_grad_ calls p.requires_grad_(flag) on self.parameters() (children too) and "
+               "returns self.")
+
+
+@probe("c10_zero_grad_hidden")
+def zero_grad_hidden(yours, draw, check):
+    width = draw.int(2, 4)
+    names = ["scale", "linear.weight", "linear.bias", "child.weight", "child.bias"]
+    only = draw.choice(names)
+
+    def one_grad():
+        model = resettable_class(yours)(width, nn.Linear(width, 1))
+        target = dict(model.named_parameters())[only]
+        target.grad = np.ones(target.shape, dtype=np.float32)
+        kept = target.grad
+        result = model.zero_grad(set_to_none=False)
+        return (result, [(name, None if p.grad is None else (p.grad is kept, p.grad.tolist()))
+                         for name, p in model.named_parameters()])
+    check(f"zero_grad(set_to_none=False) when only {only} has a gradient: (what it returns, (name, (same array?, "
+          "grad)) of every parameter)", one_grad,
+          hint="see 10.2: zero_grad returns None, and must leave a grad that is None as None (not create zeros); "
+               "it fills the same grad array with zeros in place.")
+    copies = draw.int(2, 3)
+
+    def shared_frozen():
+        shared = nn.Linear(width, width)
+        model = resettable_class(yours)(width, nn.Sequential(*[shared] * copies))
+        model.requires_grad_(False)
+        frozen = ([p.requires_grad for p in model.parameters()], shared.weight.requires_grad)
+        returned = model.requires_grad_()
+        return frozen, returned is model, [p.requires_grad for p in model.parameters()]
+    check(f"a Linear shared {copies} times under the model: requires_grad_(False), then requires_grad_(): "
+          "(flags after False, returns self?, flags after ())", shared_frozen,
+          hint="see 10.2: requires_grad_(False) must reach the parameters of every descendant; requires_grad_() with "
+               "no argument sets requires_grad=True and returns the module itself.")
+
+
+# -- Exercise 2: predict, then run (graded on its form only: a constant answer cannot be graded securely) ---------
+LABELS = ["fwd 0", "fwd 1", "fwd root", "bpre root", "bwd 1", "bwd 0", "bwd root"]
+
+
+def _prediction(yours):
+    """The learner's prediction; on the reference, a list of the right form (the reference predicts nothing)."""
+    return list(LABELS) if isinstance(yours, Reference) else yours.prediction
+
+
+@probe("c10_predict_order_visible")
+def predict_order_visible(yours, draw, check):
+    check("prediction holds each of the seven labels once", lambda: sorted(_prediction(yours)) == sorted(LABELS),
+          hint="write the seven labels in the order you expect them, e.g. [\"fwd 0\", ...] (section 10.3).")
+
+
+@probe("c10_predict_order_hidden")
+def predict_order_hidden(yours, draw, check):
+    check("prediction is a list of seven strings",
+          lambda: isinstance(_prediction(yours), list) and len(_prediction(yours)) == 7
+          and all(isinstance(label, str) for label in _prediction(yours)),
+          hint="assign a list of the seven labels (section 10.3).")
+
+
+# -- Exercise 3: the backward part of _call_impl ---------------------------------------------------------------------
+def draw_wired(draw):
+    """What a Wired is made of: a seed for its Linear, its scale and an input (drawn before anything runs)."""
+    return draw.int(0, 2**16), draw.array(2), draw.array(draw.int(1, 4), 3)
+
+
+def wired(yours, drawn):
+    """forward(x) = relu(linear(x)) * scale (several autograd nodes), called through the learner's `call_impl`;
+    and an input that requires grad."""
+    seed, scale, data = drawn
+
+    class Wired(nn.Module):
+        _call_impl = yours.call_impl
+
+        def __init__(self):
+            super().__init__()
+            nn.init.manual_seed(seed)
+            self.linear = nn.Linear(3, 2)
+            self.scale = nn.Parameter(scale.copy())
+
+        def forward(self, x):
+            return F.relu(self.linear(x)) * self.scale
+    return Wired(), modulecraft.Tensor(data.copy()).requires_grad_()
+
+
+def backward_log(module, x, register):
+    """Register hooks with register(module, log), run sum(module(x)).backward(), return the log (hooks removed)."""
+    log = []
+    handles = register(module, log)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            module(x).sum().backward()
+    finally:
+        for handle in handles:
+            handle.remove()
+    return log
+
+
+def rounded(array):
+    return None if array is None else np.round(np.asarray(array, dtype=np.float64), 4)
+
+
+@probe("c10_call_impl_visible")
+def call_impl_visible(yours, draw, check):
+    def full_and_pre(module, log):
+        return [module.register_full_backward_pre_hook(lambda m, grad_output: log.append(("pre", rounded(grad_output[0])))),
+                module.register_full_backward_hook(
+                    lambda m, grad_input, grad_output: log.append(("full", rounded(grad_input[0]))))]
+    check("what a backward pre-hook and a full backward hook saw, in order (your Wired)",
+          lambda: backward_log(*wired(yours, draw_wired(draw)), full_and_pre), close=True,
+          hint="see 10.3: wrap the inputs (setup_input_hook) before forward and the output (setup_output_hook) after.")
+    factor = draw.choice([0, 0.5, 2, 3])
+
+    def pre_hook_alone(module, log):
+        return [module.register_full_backward_pre_hook(lambda m, grad_output: (grad_output[0] * factor,)),
+                module.register_full_backward_pre_hook(lambda m, grad_output: log.append(rounded(grad_output[0])))]
+
+    drawn = draw_wired(draw)
+
+    def scaled():
+        module, x = wired(yours, drawn)
+        seen = backward_log(module, x, pre_hook_alone)
+        return seen, rounded(module.linear.weight.grad), rounded(x.grad)
+    check(f"a backward pre-hook alone that scales grad_output by {factor}, then a second one: "
+          "(what the second saw, linear.weight.grad, x.grad)", scaled, close=True,
+          hint="see Exercise 3, step 3: a BackwardHook is needed for backward pre-hooks even without full hooks.")
+
+
+@probe("c10_call_impl_hidden")
+def call_impl_hidden(yours, draw, check):
+    def global_and_local(module, log):
+        return [registry.register_module_full_backward_hook(
+                    lambda m, gi, go: log.append(("global", type(m).__name__, rounded(gi[0])))
+                    if type(m).__name__ == "Wired" else None),
+                module.register_full_backward_hook(lambda m, gi, go: log.append(("local", type(m).__name__)))]
+    check("a global and a module's own full backward hook: what fired, in order",
+          lambda: backward_log(*wired(yours, draw_wired(draw)), global_and_local), close=True,
+          hint="see Exercise 3, step 1: A global full backward hook must fire too, before the module's own: use "
+               "self._get_backward_hooks().")
+    factor = draw.int(2, 9)
+
+    def replacing_forward_hook(module, log):
+        return [module.register_forward_hook(lambda m, args, output: output * factor),
+                module.register_full_backward_pre_hook(lambda m, go: log.append(rounded(go[0]))),
+                module.register_full_backward_hook(lambda m, gi, go: log.append(rounded(gi[0])))]
+    check(f"a forward hook that multiplies the output by {factor}: what the backward hooks saw",
+          lambda: backward_log(*wired(yours, draw_wired(draw)), replacing_forward_hook), close=True,
+          hint="see Exercise 3, step 5: the backward hooks must see the gradient of the replaced output: wrap the "
+               "output after the forward hooks.")
+
+    def replacing_pre_hook(module, log):
+        return [module.register_forward_pre_hook(lambda m, args: (args[0] * factor,)),
+                module.register_full_backward_hook(lambda m, gi, go: log.append(rounded(gi[0])))]
+    check(f"a forward pre-hook that multiplies the input by {factor}: what the full backward hook saw, each time it "
+          "fired", lambda: backward_log(*wired(yours, draw_wired(draw)), replacing_pre_hook), close=True,
+          hint="see Exercise 3, step 3: the full backward hook must fire once with the gradient of the replaced "
+               "input: wrap the inputs after the forward pre-hooks.")
+
+    def non_full(module, log):
+        return [module.register_backward_hook(lambda m, gi, go: log.append([rounded(g) for g in gi]))]
+    check("a non-full backward hook (register_backward_hook): what it saw, each time it fired",
+          lambda: backward_log(*wired(yours, draw_wired(draw)), non_full), close=True,
+          hint="see Exercise 3, step 6: A non-full backward hook (register_backward_hook) must fire on the output's "
+               "grad_fn.")
+
+    drawn = draw_wired(draw)
+
+    def plain_call():
+        module, _ = wired(yours, drawn)
+        out = np.full((1, 2), float(factor), dtype=np.float32)
+        module.forward = lambda x: out
+        return module(np.ones((1, 3), dtype=np.float32)) is out
+    check("calling a Wired with no hook returns forward's result itself", plain_call,
+          hint="see Exercise 3, step 7: without any hook, return forward's result.")
+
+
+# -- Exercise 4: the gradient watcher ------------------------------------------------------------------------------
+def watched(draw):
+    """Linear-ReLU-Linear with a drawn width, and a batch that requires grad (so every full hook sees a
+    grad_input). Called the same number of times on both runs, so the models' initial values agree."""
+    width = draw.int(3, 8)
+    model = nn.Sequential(nn.Linear(3, width), nn.ReLU(), nn.Linear(width, 2))
+    return model, draw.array(16, 3)
+
+
+def backward(model, data, scale=1.0):
+    model(modulecraft.Tensor(data * np.float32(scale)).requires_grad_()).sum().backward()
+
+
+def grads(model):
+    return [np.asarray(p.grad, dtype=np.float64) for p in model.parameters()]
+
+
+@probe("c10_watch_gradients_visible")
+def watch_gradients_visible(yours, draw, check):
+    model, data = watched(draw)
+    max_norm = draw.choice([0.2, 0.3, 0.5, 0.8])
+    log = []
+
+    def run():
+        yours.watch_gradients(model, log, max_norm)
+        backward(model, data)
+    check("watch_gradients on Linear-ReLU-Linear, then backward (returns without error)", lambda: run() is None,
+          hint="see 10.4: register the hooks, and return the handles.")
+    check("the names in the log, in firing order", lambda: [name for name, _ in log],
+          hint="see 10.4: bind each layer's name when the hook is made (name=name), not when it runs.")
+    check("the norms in the log", lambda: [norm for _, norm in log], close=True,
+          hint="see 10.4: log round(float(np.linalg.norm(grad_output[0])), 3).")
+    check(f"norms of every parameter's .grad after clipping to {max_norm}",
+          lambda: [round(float(np.linalg.norm(p.grad)), 3) for p in model.parameters()], close=True,
+          hint="see 10.4: a tensor hook replaces the gradient only by returning it; scale the whole array by "
+               "max_norm / norm.")
+
+
+@probe("c10_watch_gradients_hidden")
+def watch_gradients_hidden(yours, draw, check):
+    model, data = watched(draw)
+    scale = draw.choice([0.001, 0.002, 0.005])
+    log, handles = [], []
+
+    def small_gradients():
+        handles.extend(yours.watch_gradients(model, log, 1000.0))
+        backward(model, data, scale)
+        return grads(model)
+    check(f"every .grad with max_norm=1000 on inputs scaled by {scale} (below max_norm: unchanged)",
+          small_gradients, close=True, hint="see 10.4: A gradient below max_norm must pass unchanged.")
+
+    def after_removal():
+        count = len(log)
+        for handle in handles:
+            handle.remove()
+        for p in model.parameters():  # not model.zero_grad(): that is exercise 1's, the learner's while grading
+            p.grad = None
+        backward(model, data)
+        return len(log) - count
+    check("log entries added by a backward after removing every returned handle", after_removal,
+          hint="see 10.4: Removing the returned handles must stop the logging hooks: return every handle.")
+    small, data = watched(draw)
+    max_norm = draw.choice([0.05, 0.1, 0.15])
+
+    def clipped():
+        yours.watch_gradients(small, [], max_norm)
+        backward(small, data)
+        return grads(small)
+    check(f"every .grad after clipping to {max_norm}", clipped, close=True,
+          hint="see 10.4: A clipped gradient keeps its direction: the whole array scaled by max_norm / norm.")

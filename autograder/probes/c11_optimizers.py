@@ -1,0 +1,257 @@
+"""Chapter 11's tests: param groups, SGD with momentum, the optimizer's state_dict."""
+import numpy as np
+
+from modulecraft import nn, optim
+
+from . import Reference, probe
+
+# The learner's names in this chapter, and where the reference keeps each: while grading, these do not exist in
+# the kernel's modulecraft (`autograder.answer_key`): `optim.SGD` refuses to be built, and every optimizer's
+# `state_dict()` is the learner's `optimizer_state_dict`.
+YOURS = {
+    "param_groups": "modulecraft.exercises.c11_optimizers:param_groups",
+    "SGD": "modulecraft.optim.sgd:SGD",
+    "optimizer_state_dict": "modulecraft.optim.optimizer:Optimizer.state_dict",
+}
+
+
+# -- Exercise 1: param groups ----------------------------------------------------------------------------------------
+def draw_stack(draw):
+    """A Sequential of Linear layers, each maybe followed by a BatchNorm1d and a ReLU, with drawn widths."""
+    widths = [draw.int(1, 4) for _ in range(draw.int(3, 4))]
+    layers = []
+    for i, (n_in, n_out) in enumerate(zip(widths, widths[1:])):
+        layers.append(nn.Linear(n_in, n_out, bias=draw.coin() or i == 0))
+        if draw.coin():
+            layers.append(nn.BatchNorm1d(n_out))
+        if draw.coin():
+            layers.append(nn.ReLU())
+    return nn.Sequential(*layers)
+
+
+class Scaled(nn.Module):
+    """A module with its own 1-D weight `gain` (and one more, named at random) and children, one of them (`head`)
+    reachable under two names."""
+
+    def __init__(self, width, norm_first, extra, head_bias):
+        super().__init__()
+        self.gain = nn.Parameter(np.ones(width, dtype=np.float32))
+        body = [nn.BatchNorm1d(width), nn.Linear(width, width)] if norm_first else \
+            [nn.Linear(width, width), nn.BatchNorm1d(width)]
+        self.body = nn.Sequential(*body)
+        self.head = nn.Linear(width, 1, bias=head_bias)
+        self.tail = self.head
+        setattr(self, extra, nn.Parameter(np.zeros(1, dtype=np.float32)))
+
+
+def group_names(model, groups):
+    """The names of the parameters in each group ('?' for an object that is not one of the model's parameters)."""
+    name_of = {id(p): name for name, p in model.named_parameters()}
+    return [[name_of.get(id(p), "?") for p in group["params"]] for group in groups]
+
+
+@probe("c11_param_groups_visible")
+def param_groups_visible(yours, draw, check):
+    model = draw_stack(draw)
+    decay = draw.choice([0.1, 0.01, 0.001, 0.05])
+    hint = "see 11.1: decide by the last part of the name and by the owning module's type, in named_parameters() order."
+    check(f"param_groups(a Sequential of {len(model)} layers, {decay}): names in each group",
+          lambda: group_names(model, yours.param_groups(model, decay)),
+          hint=hint + " A normalisation layer's parameters go in the second group.")
+    check("the weight_decay of each group", lambda: [g["weight_decay"] for g in yours.param_groups(model, decay)],
+          hint=hint)
+
+
+@probe("c11_param_groups_hidden")
+def param_groups_hidden(yours, draw, check):
+    scaled = Scaled(draw.int(2, 4), draw.coin(), draw.name(), draw.coin())
+    decay = draw.choice([0.1, 0.2, 0.3])
+    check(f"param_groups(Scaled(), {decay}): names in each group (gain is a 1-D weight of the model itself; head is "
+          "shared, also named tail; body holds a BatchNorm1d)",
+          lambda: group_names(scaled, yours.param_groups(scaled, decay)),
+          hint="see 11.1: gain is chosen by name, not by shape: it belongs in the first group; each parameter "
+               "appears once (named_parameters() yields a shared module's parameters once); a normalisation "
+               "layer's parameters go in the second group; each group lists its parameters in named_parameters() "
+               "order.")
+    check("every parameter of the model is in a group as the object itself, not a copy",
+          lambda: (lambda groups: [any(p is q for g in groups for p in g["params"]) for q in scaled.parameters()])(
+              yours.param_groups(scaled, decay)),
+          hint="see 11.1: the groups must hold the model's parameter objects themselves, not copies.")
+
+
+# -- Exercise 2: SGD ----------------------------------------------------------------------------------------------------
+def draw_steps(draw, steps, sparse=False):
+    """Three parameters' initial values and their gradients at each step (None: no gradient that step)."""
+    shapes = [(2,), (1, 2), (1,)]
+    start = [draw.array(*shape) for shape in shapes]
+    grads = [[None if sparse and draw.int(0, 3) == 0 else draw.array(*shape) for shape in shapes]
+             for _ in range(steps)]
+    if sparse:  # at least one parameter without a gradient, after it had one
+        grads[1][draw.int(0, 2)] = None
+    return start, grads
+
+
+def run_steps(optimizer_class, drawn, **options):
+    """The parameters' values after every step: three parameters in two groups (the second without weight decay)."""
+    start, grads = drawn
+    params = [nn.Parameter(value.copy()) for value in start]
+    optimizer = optimizer_class([{"params": params[:2]}, {"params": params[2:], "weight_decay": 0.0}], **options)
+    history = []
+    for step_grads in grads:
+        for p, g in zip(params, step_grads):
+            p.grad = None if g is None else g.copy()
+        optimizer.step()
+        history.append([np.asarray(p, dtype=np.float64) for p in params])
+    return history
+
+
+HINT_SGD = "see 11.2: g = grad + wd * p; buffer = copy of g, then m * buffer + g; p -= lr * buffer, in place."
+
+
+@probe("c11_sgd_visible")
+def sgd_visible(yours, draw, check):
+    lr = draw.choice([0.1, 0.05, 0.2])
+    drawn = draw_steps(draw, 3)
+    check(f"three steps of SGD(lr={lr}) without momentum", lambda: run_steps(yours.SGD, drawn, lr=lr),
+          close=True, hint=HINT_SGD)
+    options = dict(lr=lr, momentum=draw.choice([0.5, 0.9]), weight_decay=draw.choice([0.1, 0.01]))
+    drawn = draw_steps(draw, 3)
+    check(f"three steps of SGD(lr={lr}, momentum={options['momentum']}, weight_decay={options['weight_decay']}), "
+          "second group without decay", lambda: run_steps(yours.SGD, drawn, **options), close=True, hint=HINT_SGD)
+
+
+@probe("c11_sgd_hidden")
+def sgd_hidden(yours, draw, check):
+    options = dict(lr=draw.choice([0.1, 0.05]), momentum=draw.choice([0.5, 0.9]), weight_decay=0.1)
+    drawn = draw_steps(draw, 4, sparse=True)
+    check("four steps of SGD with momentum where some parameters have no gradient at some steps (grad is None)",
+          lambda: run_steps(yours.SGD, drawn, **options), close=True,
+          hint="see 11.2: a parameter whose grad is None is skipped this step (no update, its buffer untouched).")
+    start, grad = draw.array(2), draw.array(2)
+    loss = float(draw.int(1, 99))
+
+    def two_steps():
+        p = nn.Parameter(start.copy())
+        p.grad = grad.copy()
+        kept = p.grad
+        optimizer = yours.SGD([p], lr=0.1, momentum=0.9)
+        returned = optimizer.step(lambda: loss)
+        optimizer.step()
+        return (returned, np.asarray(kept, dtype=np.float64), sorted(optimizer.state[p]),
+                np.asarray(p, dtype=np.float64))
+    check("two steps with the same gradient, the first with a closure: (step's result, p.grad afterwards, keys of "
+          "state[p], p)", two_steps, close=True,
+          hint="see 11.2: step(closure) returns what the closure returns; the momentum buffer must be a copy of the "
+               "first gradient, not the gradient array itself (step must not change p.grad); state[p] holds the "
+               "momentum_buffer.")
+
+    def zeroed():
+        p, q = nn.Parameter(start.copy()), nn.Parameter(start.copy())
+        p.grad = grad.copy()
+        kept = p.grad
+        optimizer = yours.SGD([p, q], lr=0.1)
+        optimizer.zero_grad(set_to_none=False)
+        after_false = (p.grad is kept, None if p.grad is None else p.grad.tolist(), q.grad is None)
+        optimizer.zero_grad()
+        return after_false, p.grad is None
+    check("zero_grad(set_to_none=False) then zero_grad(): ((same array?, p.grad, q.grad is None), p.grad is None)",
+          zeroed, hint="see 11.2: zero_grad(set_to_none=False) fills the same grad arrays with zeros and leaves a None "
+                       "grad as None; zero_grad() sets every grad to None by default.")
+
+
+# -- Exercise 3: predict, then run (graded on its form only: a constant answer cannot be graded securely) ------------
+def _prediction(yours):
+    """The learner's prediction; on the reference, a dict of the right form (the reference predicts nothing)."""
+    return {"params": [[], []], "state": []} if isinstance(yours, Reference) else yours.prediction
+
+
+@probe("c11_predict_indices_visible")
+def predict_indices_visible(yours, draw, check):
+    check("your prediction has the form {'params': [[...], [...]], 'state': [...]}",
+          lambda: (lambda p: isinstance(p, dict) and sorted(p) == ["params", "state"] and len(p["params"]) == 2)(
+              _prediction(yours)),
+          hint="see exercise 3: two groups, then the state's keys.")
+
+
+@probe("c11_predict_indices_hidden")
+def predict_indices_hidden(yours, draw, check):
+    check("your prediction holds lists of integers",
+          lambda: (lambda p: all(isinstance(i, int) for group in p["params"] for i in group)
+                   and all(isinstance(i, int) for i in p["state"]))(_prediction(yours)),
+          hint="see exercise 3: indices are integers.")
+
+
+# -- Exercise 4: the optimizer's state_dict ---------------------------------------------------------------------------
+class Run:
+    """A model, its optimizer (its parameters shuffled into two groups; Adam, not the learner's SGD, so that this
+    exercise stands alone) and fixed data; `train(n)` runs n steps and returns the losses."""
+
+    def __init__(self, drawn, init_seed):
+        widths, data, labels, order, cut, frozen = drawn
+        nn.init.manual_seed(init_seed)
+        self.model = nn.Sequential(nn.Linear(widths[0], widths[1]), nn.BatchNorm1d(widths[1]), nn.ReLU(),
+                                   nn.Linear(widths[1], 3))
+        params = list(self.model.parameters())
+        if frozen is not None:
+            params[frozen].requires_grad_(False)
+        self.optimizer = optim.Adam([{"params": [params[i] for i in order[:cut]], "weight_decay": 0.01},
+                                     {"params": [params[i] for i in order[cut:]], "lr": 0.05}], lr=0.02)
+        self.data, self.labels = data, labels
+
+    def train(self, steps):
+        losses = []
+        for _ in range(steps):
+            self.optimizer.zero_grad()
+            loss = nn.CrossEntropyLoss()(self.model(self.data), self.labels)
+            loss.backward()
+            self.optimizer.step()
+            losses.append(float(loss))
+        return losses
+
+
+def draw_run(draw):
+    """Layer widths, data, labels, the order and split of the six parameters into the two groups, and the index
+    of a frozen parameter (or None)."""
+    widths = (draw.int(2, 5), draw.int(3, 8))
+    rows = draw.int(8, 16)
+    return (widths, draw.array(rows, widths[0]), np.array([draw.int(0, 2) for _ in range(rows)]),
+            draw.shuffled(range(6)), draw.int(1, 5), draw.choice([None, *range(6)]))
+
+
+@probe("c11_state_dict_visible")
+def state_dict_visible(yours, draw, check):
+    drawn, before, after = draw_run(draw), draw.int(2, 5), draw.int(2, 4)
+
+    def resumed():
+        run = Run(drawn, 0)
+        run.train(before)
+        saved_model, saved_optimizer = run.model.state_dict(), yours.optimizer_state_dict(run.optimizer)
+        run = Run(drawn, 1)  # new objects, new ids, other initial values
+        run.model.load_state_dict(saved_model)
+        run.optimizer.load_state_dict(saved_optimizer)
+        return run.train(after)
+    check(f"the losses of {after} steps after a restart from your optimizer_state_dict (saved after {before} steps)",
+          resumed, close=True,
+          hint="see 11.3: number the parameters 0, 1, 2, ... across the groups and key the state by those numbers.")
+
+
+@probe("c11_state_dict_hidden")
+def state_dict_hidden(yours, draw, check):
+    drawn, steps = draw_run(draw), draw.int(1, 3)
+    run = Run(drawn, 0)
+    run.train(steps)
+    params = [p for group in run.optimizer.param_groups for p in group["params"]]
+    check("the params of each group in your optimizer_state_dict",
+          lambda: [g["params"] for g in yours.optimizer_state_dict(run.optimizer)["param_groups"]],
+          hint="see 11.3: the indices are numbered across the groups, the second group continuing the first.")
+    check("the keys of its state (a frozen parameter has none: only parameters that have state)",
+          lambda: sorted(yours.optimizer_state_dict(run.optimizer)["state"], key=repr),
+          hint="see 11.3: the state must be keyed by index, not by id or name.")
+    check("for each parameter in group order: the state dict under its index is the optimizer's own object",
+          lambda: (lambda state: [state.get(i) is run.optimizer.state.get(p) for i, p in enumerate(params)
+                                  if p in run.optimizer.state])(yours.optimizer_state_dict(run.optimizer)["state"]),
+          hint="see 11.3: each index maps to that parameter's state dict, the optimizer's own object (not a copy).")
+    check("each group's options (everything but params)",
+          lambda: [{k: v for k, v in g.items() if k != "params"}
+                   for g in yours.optimizer_state_dict(run.optimizer)["param_groups"]],
+          hint="see 11.3: each group keeps all its options (lr, betas, weight_decay, ...) next to its params.")

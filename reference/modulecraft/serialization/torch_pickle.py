@@ -1,0 +1,367 @@
+"""Unpickling what ``torch.save`` pickles, with nothing run but our own numpy-side stand-ins.
+
+Unpickling runs whatever callable the pickle names, so a plain ``pickle.load`` of a file someone sent you can
+run ``os.system``. :class:`StateDictUnpickler` answers every global from an allow list of what
+``torch.load(weights_only=True)`` accepts in a state_dict or training checkpoint (``OrderedDict``, the tensor
+rebuild functions, storage types, dtypes, ``torch.Size``, ``torch.device``, ``set``, ``complex``, ``bytearray``,
+``_codecs.encode`` for bytes), each mapped to *our* code, never to the real object; anything else raises
+:class:`~modulecraft.serialization.errors.UnpicklingError` naming the global. The stand-ins only record what was
+asked (:class:`TensorSpec`, :class:`DType`, ...); :func:`materialise` makes the final objects once every storage
+is read. The allowed callables are immutable named tuples, so a BUILD opcode cannot change them (BUILD can set
+attributes only on an ``OrderedDict``, where a state_dict keeps its ``_metadata``; :func:`materialise` rebuilds
+every dict and keeps only a checked ``_metadata``).
+
+Before unpickling, :func:`check_opcodes` walks the opcodes without running them and bounds what C's unpickler
+would do blindly: lengths it would allocate, memo indices, the number of objects built, and how deeply tuples
+nest (hashing a tuple nested a million deep crashes the interpreter). Sizes, strides, offsets and element counts
+must be ints below 2**63 before any arithmetic is done on them: products of megabyte-long ints take seconds.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+import pickletools
+import reprlib
+from collections import OrderedDict
+from typing import Any, Callable, NamedTuple
+
+import numpy as np
+
+from modulecraft.serialization import dtypes
+from modulecraft.serialization.errors import CheckpointError, UnpicklingError
+from modulecraft.serialization.header import NESTING_LIMIT
+
+__all__ = ["StateDictUnpickler", "StorageRef", "TensorSpec", "check_opcodes", "materialise"]
+
+# A state_dict's pickle builds about 20 objects per tensor (names, tuples, the storage's persistent id): a million
+# objects is 50,000 tensors. A pickle can ask for a tensor in 5 bytes by reusing memoised arguments, so tensors,
+# the costliest objects to make, are counted on their own.
+_OBJECT_LIMIT = 1_000_000
+_TENSOR_LIMIT = 100_000
+_DIMENSION_LIMIT = 64  # numpy's own limit
+_INT64 = 2**63
+
+class _ShortRepr(reprlib.Repr):
+    """Error messages quote a hostile value's start: it may be megabytes long, or an int too long to print."""
+
+    def repr_int(self, value: int, level: int) -> str:
+        return repr(value) if value.bit_length() <= 64 else f"<an int of {value.bit_length()} bits>"
+
+
+_REPR = _ShortRepr()
+_REPR.maxstring = _REPR.maxother = 60
+short = _REPR.repr
+
+
+class StorageRef(NamedTuple):
+    """A storage named by a persistent id; its bytes (``nbytes`` of them) are read from ``data/<key>``."""
+    key: str
+    nbytes: int
+    kind: dtypes.ElementType | None  # None for torch's UntypedStorage: each tensor gives its own type
+
+
+class TensorSpec(NamedTuple):
+    """A tensor the pickle asked for: a view of a storage, in elements of ``kind``."""
+    storage: StorageRef
+    kind: dtypes.ElementType
+    offset: int
+    size: tuple
+    stride: tuple
+
+
+class DType(NamedTuple):
+    """``torch.float32`` and its siblings: loaded as the numpy dtype its arrays load with."""
+    kind: dtypes.ElementType
+
+
+class Device(NamedTuple):
+    """``torch.device('cpu')``: loaded as its name, a string."""
+    name: str
+
+
+class _StorageType(NamedTuple):
+    """``torch.FloatStorage`` and its siblings (``kind`` None: ``torch.storage.UntypedStorage``)."""
+    name: str
+    kind: dtypes.ElementType | None
+
+
+class _Allowed(NamedTuple):
+    """An allowed callable: immutable, so a BUILD opcode aimed at it fails instead of changing our code."""
+    function: Callable
+    builds_tensor: bool = False
+
+    def __call__(self, *args):
+        return self.function(*args)
+
+
+def _is_count(value: Any) -> bool:
+    return type(value) is int and 0 <= value < _INT64
+
+
+def _is_shape(value: Any) -> bool:
+    return type(value) is tuple and len(value) <= _DIMENSION_LIMIT and all(map(_is_count, value))
+
+
+def _tensor(storage, storage_offset, size, stride, kind: dtypes.ElementType | None) -> TensorSpec:
+    """A view of ``storage``, its geometry checked against the storage's size (bounded ints, then arithmetic)."""
+    if not isinstance(storage, StorageRef):
+        raise CheckpointError(f"a tensor's storage must come from a storage persistent id, got {short(storage)}")
+    if not (_is_shape(size) and _is_shape(stride) and len(size) == len(stride) and _is_count(storage_offset)):
+        raise CheckpointError(f"a tensor has an invalid size {short(size)}, stride {short(stride)} or offset "
+                              f"{short(storage_offset)}: expected tuples of non-negative ints of the same length")
+    kind = kind or storage.kind
+    if kind is None or (storage.kind is not None and storage.kind != kind):
+        raise CheckpointError(f"a tensor of storage {short(storage.key)} has no element type or another one")
+    numel, remainder = divmod(storage.nbytes, kind.raw.itemsize)
+    if remainder:
+        raise CheckpointError(f"storage {short(storage.key)} of {storage.nbytes} bytes holds no whole number of "
+                              f"{kind.torch_name} elements")
+    if storage_offset > numel or (
+            0 not in size and storage_offset + sum((n - 1) * s for n, s in zip(size, stride)) >= numel):
+        raise CheckpointError(f"a tensor of size {size} and stride {stride} at offset {storage_offset} reads past "
+                              f"the end of storage {short(storage.key)} ({numel} elements)")
+    return TensorSpec(storage, kind, storage_offset, size, stride)
+
+
+def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=False, backward_hooks=None,
+                       metadata=None) -> TensorSpec:
+    """Our ``torch._utils._rebuild_tensor_v2``: a view of a typed storage."""
+    return _tensor(storage, storage_offset, size, stride, None)
+
+
+def _rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, backward_hooks, dtype,
+                       metadata=None) -> TensorSpec:
+    """Our ``torch._utils._rebuild_tensor_v3``: a view of an untyped storage, in elements of ``dtype``."""
+    if not isinstance(dtype, DType):
+        raise CheckpointError(f"a tensor's dtype must be a torch dtype, got {short(dtype)}")
+    return _tensor(storage, storage_offset, size, stride, dtype.kind)
+
+
+def _rebuild_parameter(data, requires_grad, backward_hooks, state=None) -> TensorSpec:
+    """Our ``torch._utils._rebuild_parameter``: a saved Parameter loads as its array, as a state_dict's do."""
+    if not isinstance(data, TensorSpec):
+        raise CheckpointError(f"a parameter's data must be a tensor, got {short(data)}")
+    return data
+
+
+def _size(dimensions=()) -> tuple:
+    """Our ``torch.Size``: a tuple of ints, as modulecraft's shapes are."""
+    if not (type(dimensions) in (tuple, list) and _is_shape(tuple(dimensions))):
+        raise CheckpointError(f"torch.Size takes non-negative ints, got {short(dimensions)}")
+    return tuple(dimensions)
+
+
+def _device(name, index=None) -> Device:
+    if not (type(name) is str and (index is None or _is_count(index))):
+        raise CheckpointError(f"torch.device takes a name and an index, got {short(name)}, {short(index)}")
+    return Device(name if index is None else f"{name}:{index}")
+
+
+def _encode_bytes(text, encoding) -> bytes:
+    """Our ``_codecs.encode``, which pickle protocol 2 (torch's default) uses to write a ``bytes`` value."""
+    if not (type(text) is str and encoding == "latin1"):
+        raise CheckpointError("_codecs.encode is allowed only to rebuild bytes from latin1 text, "
+                              f"got {short(encoding)}")
+    return text.encode("latin1")
+
+
+def _of_plain(kind: type) -> Callable:
+    """``set``, ``complex`` or ``bytearray`` called on plain arguments only (no object of ours inside)."""
+    def make(*args):
+        if not all(type(arg) in (list, tuple, int, float, bytes, str) for arg in args):
+            raise CheckpointError(f"{kind.__name__} called on {short(args)}")
+        return kind(*args)
+    return make
+
+
+def _allowed_globals() -> dict[tuple[str, str], Any]:
+    allowed: dict[tuple[str, str], Any] = {
+        ("collections", "OrderedDict"): OrderedDict,  # a type: immutable, BUILD cannot change it
+        ("_codecs", "encode"): _Allowed(_encode_bytes),
+        ("torch._utils", "_rebuild_tensor_v2"): _Allowed(_rebuild_tensor_v2, builds_tensor=True),
+        ("torch._utils", "_rebuild_tensor_v3"): _Allowed(_rebuild_tensor_v3, builds_tensor=True),
+        ("torch._utils", "_rebuild_parameter"): _Allowed(_rebuild_parameter),
+        ("torch._utils", "_rebuild_parameter_with_state"): _Allowed(_rebuild_parameter),
+        ("torch", "Size"): _Allowed(_size),
+        ("torch", "device"): _Allowed(_device),
+        ("torch.storage", "UntypedStorage"): _StorageType("UntypedStorage", None),
+    }
+    for builtins in ("builtins", "__builtin__"):  # protocol 2 names the module as Python 2 did
+        for kind in (set, complex, bytearray):
+            allowed[builtins, kind.__name__] = _Allowed(_of_plain(kind))
+    for kind in dtypes.ALL:
+        allowed["torch", kind.torch_name] = DType(kind)
+        if kind.storage:
+            allowed["torch", kind.storage] = _StorageType(kind.storage, kind)
+    return allowed
+
+
+_ALLOWED_GLOBALS = _allowed_globals()
+
+
+class StateDictUnpickler(pickle.Unpickler):
+    """An unpickler that can build nothing but containers, plain values and our stand-ins."""
+
+    def __init__(self, data: bytes):
+        super().__init__(io.BytesIO(data))
+        self.storages: dict[str, StorageRef] = {}
+        self.tensors = 0
+
+    def find_class(self, module: str, name: str) -> Any:
+        try:
+            found = _ALLOWED_GLOBALS[module, name]
+        except (KeyError, TypeError):
+            raise UnpicklingError(
+                f"the checkpoint's pickle asks for the global {module}.{name}, which is not allowed: a checkpoint "
+                "needs only containers, tensors, dtypes, torch.Size/device, set, complex and bytes. Nothing from "
+                "the file was run; if you trust the file, load it with torch.load and save its state again") from None
+        if isinstance(found, _Allowed) and found.builds_tensor:
+            return _Allowed(self._counted(found.function))
+        return found
+
+    def _counted(self, rebuild: Callable) -> Callable:
+        def rebuild_counted(*args):
+            self.tensors += 1
+            if self.tensors > _TENSOR_LIMIT:
+                raise CheckpointError(f"the pickle builds more than {_TENSOR_LIMIT} tensors, more than any "
+                                      "checkpoint modulecraft reads holds")
+            return rebuild(*args)
+        return rebuild_counted
+
+    def persistent_load(self, pid: Any) -> StorageRef:
+        if not (type(pid) is tuple and len(pid) == 5 and pid[0] == "storage"):
+            raise CheckpointError(f"unknown persistent id {short(pid)}: only ('storage', type, key, location, numel)")
+        _, storage_type, key, _location, numel = pid
+        if not (isinstance(storage_type, _StorageType) and type(key) is str and _is_count(numel)):
+            raise CheckpointError(f"invalid storage persistent id {short(pid)}")
+        kind = storage_type.kind
+        ref = StorageRef(key, numel * kind.raw.itemsize if kind else numel, kind)
+        if self.storages.setdefault(key, ref) != ref:
+            raise CheckpointError(f"storage {short(key)} is declared twice with different types or sizes")
+        return ref
+
+
+_MEMO_PUTS = {"PUT", "BINPUT", "LONG_BINPUT"}
+_MEMO_GETS = {"GET", "BINGET", "LONG_BINGET"}
+_TUPLES = {"TUPLE", "TUPLE1", "TUPLE2", "TUPLE3", "FROZENSET"}
+_IN_PLACE = {"APPEND", "APPENDS", "SETITEM", "SETITEMS", "ADDITEMS", "BUILD"}  # the container is no new object
+
+
+def check_opcodes(data: bytes) -> None:
+    """Walk the pickle's opcodes without running them, refusing what would make C's unpickler allocate big,
+    compute long or crash.
+
+    C's unpickler allocates a ``bytes`` of the size an opcode declares *before* reading it, and grows its memo
+    to the index a PUT names: every declared length must fit in the data (``genops`` reads each argument) and
+    memo indices must come in order, as every pickler writes them. The stack is simulated to count the objects
+    built and to know how deeply each tuple nests.
+    """
+    stack: list[int] = []  # per stack item: how deeply it nests tuples (the depth hash() recurses to)
+    marks: list[int] = []
+    memo: list[int] = []
+    objects = 0
+    try:
+        for opcode, argument, position in pickletools.genops(data):
+            name = opcode.name
+            if name == "MARK":
+                marks.append(len(stack))
+                continue
+            if name in _MEMO_PUTS or name == "MEMOIZE":
+                if name != "MEMOIZE" and argument > len(memo):
+                    raise CheckpointError(f"the checkpoint's pickle stores memo entry {argument} at byte {position} "
+                                          f"after only {len(memo)} entries: picklers number them in order")
+                if name == "MEMOIZE" or argument == len(memo):
+                    memo.append(stack[-1])
+                else:
+                    memo[argument] = stack[-1]
+                continue
+            if name in _MEMO_GETS or name == "DUP":
+                stack.append(memo[argument] if name in _MEMO_GETS else stack[-1])
+                continue
+            before = opcode.stack_before
+            if pickletools.markobject in before:  # [container,] mark, items
+                mark = marks.pop()
+                items = stack[mark:]
+                del stack[mark:]
+                for _ in range(before.index(pickletools.markobject)):
+                    items.append(stack.pop())
+            else:
+                items = [stack.pop() for _ in before]
+            if name in _IN_PLACE:
+                stack.append(items[-1])
+            elif opcode.stack_after:
+                depth = 1 + max(items, default=0) if name in _TUPLES else 0
+                if depth > NESTING_LIMIT:
+                    raise CheckpointError(f"the checkpoint's pickle nests tuples more than {NESTING_LIMIT} deep "
+                                          f"at byte {position}")
+                stack.append(depth)
+                objects += 1
+                if objects > _OBJECT_LIMIT:
+                    raise CheckpointError(f"the checkpoint's pickle builds more than {_OBJECT_LIMIT} objects, more "
+                                          "than any checkpoint modulecraft reads needs")
+    except CheckpointError:
+        raise
+    except Exception as error:  # genops raises ValueError or others for any malformed pickle; IndexError: ours
+        raise CheckpointError(f"the checkpoint's pickle is damaged ({type(error).__name__}: {error})") from None
+
+
+def materialise(obj: Any, storages: dict[str, Callable[[dtypes.ElementType], np.ndarray]]) -> Any:
+    """The unpickled object with our stand-ins replaced by arrays, dtypes and strings, containers rebuilt fresh.
+
+    ``storages`` maps a storage key to a function giving that storage as a flat array of a given type.
+    Rebuilding (rather than editing in place) drops any attribute a BUILD opcode set on a dict, except a
+    state_dict's ``_metadata``, which is checked to be what torch writes. Objects shared in the pickle stay
+    shared (tied weights are one array).
+    """
+    made: dict[int, Any] = {}
+
+    def make(obj: Any, depth: int) -> Any:
+        if id(obj) in made:
+            return made[id(obj)]
+        if depth > NESTING_LIMIT:
+            raise CheckpointError(f"the checkpoint nests containers more than {NESTING_LIMIT} deep")
+        if isinstance(obj, TensorSpec):
+            storage = storages[obj.storage.key](obj.kind)
+            itemsize = storage.itemsize
+            result = np.ndarray(obj.size, storage.dtype, buffer=storage, offset=obj.offset * itemsize,
+                                strides=tuple(s * itemsize for s in obj.stride)) if storage.size else \
+                np.zeros(obj.size, storage.dtype)
+        elif type(obj) in (dict, OrderedDict):
+            result = type(obj)()
+            made[id(obj)] = result
+            for key, value in dict.items(obj):  # dict's method: the pickle may have shadowed obj.items
+                result[make(key, depth + 1)] = make(value, depth + 1)
+            metadata = vars(obj).get("_metadata") if type(obj) is OrderedDict else None
+            if metadata is not None:
+                result._metadata = _checked_metadata(metadata)
+            return result
+        elif type(obj) is list:
+            result = []
+            made[id(obj)] = result
+            result.extend(make(item, depth + 1) for item in obj)
+            return result
+        elif type(obj) in (tuple, set, frozenset):
+            result = type(obj)(make(item, depth + 1) for item in obj)
+        elif isinstance(obj, DType):
+            result = obj.kind.loaded_dtype
+        elif isinstance(obj, Device):
+            result = obj.name
+        elif obj is None or type(obj) in (bool, int, float, complex, str, bytes, bytearray):
+            result = obj
+        else:
+            raise CheckpointError(f"unexpected value of type {type(obj).__name__} in the checkpoint")
+        made[id(obj)] = result
+        return result
+
+    return make(obj, 0)
+
+
+def _checked_metadata(metadata: Any) -> OrderedDict:
+    """A state_dict's ``_metadata``: module prefixes mapped to dicts of plain values (e.g. ``{'version': 2}``)."""
+    if not isinstance(metadata, dict) or not all(
+            isinstance(prefix, str) and isinstance(entry, dict)
+            and all(isinstance(k, str) and (v is None or type(v) in (bool, int, float, str)) for k, v in entry.items())
+            for prefix, entry in metadata.items()):
+        raise CheckpointError("the state_dict's _metadata is not a mapping of module names to version dicts")
+    return OrderedDict((prefix, dict(entry)) for prefix, entry in metadata.items())
