@@ -37,7 +37,7 @@ ORDER_NAMES = ("SumBackward0", "AddBackward0", "ExpBackward0", "MulBackward0", "
                "AccumulateGrad(b)")
 
 
-# -- fixtures ---------------------------------------------------------------------------------------------------
+# -- fixtures ------------------------------------------------------------------------------------------------------
 def leaf(draw, *shape, requires_grad=True):
     return Tensor(draw.array(*shape), requires_grad=requires_grad)
 
@@ -136,7 +136,7 @@ def arrays(values):
     return ["tuple", [None if v is None else np.asarray(v, dtype=np.float64) for v in values]]
 
 
-# -- exercise 1: recording ---------------------------------------------------------------------------------------
+# -- exercise 1: recording -----------------------------------------------------------------------------------------
 @probe("cag_recording_visible")
 def recording_visible(yours, draw, check):
     shape = (draw.int(1, 4), draw.int(1, 4))
@@ -178,7 +178,7 @@ def recording_hidden(yours, draw, check):
           hint="see 10.1: the second number of the pair is the tensor's _output_nr.")
 
 
-# -- exercise 2: the engine (dependency counts here, AccumulateGrad below) ---------------------------------------
+# -- exercise 2: the engine (dependency counts here, AccumulateGrad below) -----------------------------------------
 def dependencies_visible(yours, draw, check):
     nodes, _ = random_graph(draw)
     check("_dependencies([root]) on a random graph: how many edges point at each node (node labels, counts)",
@@ -212,7 +212,7 @@ def engine_hidden(yours, draw, check):
     accumulate_grad_hidden(yours, draw, check)
 
 
-# -- exercise 3: predict the order (0 points: its form only) ------------------------------------------------------
+# -- exercise 3: predict the order (0 points: its form only) -------------------------------------------------------
 def prediction_form(yours):
     predicted = list(ORDER_NAMES) if isinstance(yours, Reference) else yours.predicted_order
     return [type(predicted).__name__,
@@ -233,7 +233,7 @@ def predict_order_hidden(yours, draw, check):
           hint="assign a list of strings such as 'ExpBackward0' or 'AccumulateGrad(a)' to predicted_order.")
 
 
-# -- (exercise 2) AccumulateGrad -------------------------------------------------------------------------------------
+# -- (exercise 2) AccumulateGrad -----------------------------------------------------------------------------------
 def accumulate_grad_visible(yours, draw, check):
     shape = (draw.int(1, 4), draw.int(1, 4))
     x = leaf(draw, *shape)
@@ -272,7 +272,7 @@ def accumulate_grad_hidden(yours, draw, check):
                "index 0 - got [...] but expected shape compatible with [...]'.")
 
 
-# -- exercise 4: matmul and broadcasting -----------------------------------------------------------------------------
+# -- exercise 4: matmul and broadcasting ---------------------------------------------------------------------------
 def broadcast_case(draw, leading):
     """An input shape whose first axis (size 1) was stretched, maybe a second axis too, plus `leading` new axes."""
     shape = (1,) + ((draw.choice((1, draw.int(2, 4))),) if draw.coin() else ())
@@ -314,7 +314,7 @@ def matmul_broadcast_hidden(yours, draw, check):
                "None for the other.")
 
 
-# -- exercise 5: ReLU, sum, mean, log-softmax -------------------------------------------------------------------------
+# -- exercise 5: ReLU, sum, mean, log-softmax ----------------------------------------------------------------------
 def reduction_node(node_class, shape, axes, keepdims):
     return node_of(node_class, None, shape=shape, axes=axes, keepdims=keepdims)
 
@@ -375,7 +375,7 @@ def formulas_hidden(yours, draw, check):
           hint="see 10.3: read the output with self.saved_values(), which raises torch's error once freed.")
 
 
-# -- exercise 6: find the bug in linear's backward ----------------------------------------------------------------------
+# -- exercise 6: find the bug in linear's backward -----------------------------------------------------------------
 def addmm_node(draw, bias, needs_input):
     n, k, m = draw.int(2, 4), draw.int(1, 4), draw.int(1, 4)
     x, weight, grad = draw.array(n, k), draw.array(m, k), draw.array(n, m)
