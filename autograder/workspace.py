@@ -149,7 +149,8 @@ class Report:
 
 
 # Chapters the course renamed: a learner's notebook under the old name stays where it is, pointed at its successor.
-MOVED_CHAPTERS = {"09_capstone": "12_capstone"}
+MOVED_CHAPTERS = {"09_capstone": "13_capstone", "10_gradients": "11_backward_hooks", "11_optimizers": "12_optimizers",
+                  "12_capstone": "13_capstone"}
 
 
 def retirement(chapter: str) -> str:

@@ -3,31 +3,31 @@
 WRONG_IMPLEMENTATIONS = [
     # -- exercise 1: recording
     dict(
-        grade_id="cag_recording",
+        grade_id="c10_recording",
         mistake="records-under-no-grad",
         feedback="under no_grad()",
         edits=[("    if not is_grad_enabled():\n        return False\n", "")],
     ),
     dict(
-        grade_id="cag_recording",
+        grade_id="c10_recording",
         mistake="new-accumulator-per-use",
         feedback="the same AccumulateGrad node",
         edits=[("found.append((weak_accumulator(x), 0))", "found.append((AccumulateGrad(x), 0))")],
     ),
     dict(
-        grade_id="cag_recording",
+        grade_id="c10_recording",
         mistake="output-nr-always-zero",
         feedback="_output_nr",
         edits=[("found.append((x.grad_fn, x._output_nr))", "found.append((x.grad_fn, 0))")],
     ),
     dict(
-        grade_id="cag_recording",
+        grade_id="c10_recording",
         mistake="edges-as-list",
         feedback="edges(inputs)",
         edits=[("    return tuple(found)", "    return found")],
     ),
     dict(
-        grade_id="cag_recording",
+        grade_id="c10_recording",
         mistake="delegates-to-reference-recording",
         feedback="does not exist while grading",
         source='''from modulecraft.autograd.tensor import edges
@@ -36,7 +36,7 @@ _recording = F._recording''',
     ),
     # -- exercise 2: dependency counts and AccumulateGrad
     dict(
-        grade_id="cag_engine",
+        grade_id="c10_engine",
         mistake="counts-nodes-not-edges",
         feedback="a node used twice counts twice",
         edits=[("            dependencies[following] = dependencies.get(following, 0) + 1\n"
@@ -45,7 +45,7 @@ _recording = F._recording''',
                 "                dependencies[following] = 1\n")],
     ),
     dict(
-        grade_id="cag_engine",
+        grade_id="c10_engine",
         mistake="revisits-nodes",
         feedback="visit each node once",
         edits=[("            if following not in seen:\n"
@@ -54,7 +54,7 @@ _recording = F._recording''',
                 "            stack.append(following)\n")],
     ),
     dict(
-        grade_id="cag_engine",
+        grade_id="c10_engine",
         mistake="accumulate-replaces-grad",
         feedback="never replace it",
         edits=[("    if variable._grad is None:\n        variable._grad = np.array(grad, dtype=variable.dtype)\n"
@@ -62,20 +62,20 @@ _recording = F._recording''',
                 "    variable._grad = np.array(grad, dtype=variable.dtype)\n")],
     ),
     dict(
-        grade_id="cag_engine",
+        grade_id="c10_engine",
         mistake="accumulate-keeps-callers-array",
         feedback="as a copy",
         edits=[("variable._grad = np.array(grad, dtype=variable.dtype)", "variable._grad = grad")],
     ),
     dict(
-        grade_id="cag_engine",
+        grade_id="c10_engine",
         mistake="accumulate-into-new-array",
         feedback="in place",
         edits=[("np.add(variable._grad, grad, out=variable._grad, casting=\"unsafe\")",
                 "variable._grad = (variable._grad + grad).astype(variable.dtype)")],
     ),
     dict(
-        grade_id="cag_engine",
+        grade_id="c10_engine",
         mistake="delegates-to-reference-engine",
         feedback="does not exist while grading",
         source='''_dependencies = engine._dependencies
@@ -83,7 +83,7 @@ accumulate_grad = AccumulateGrad.backward''',
     ),
     # -- exercise 3 (0 points): its wrong answers, for the visible test's feedback
     dict(
-        grade_id="cag_predict_order",
+        grade_id="c10_predict_order",
         mistake="predicts-creation-order-reversed",
         feedback="predicted_order",
         edits=[('predicted_order = ["SumBackward0", "AddBackward0", "MulBackward0", "AccumulateGrad(b)", '
@@ -92,7 +92,7 @@ accumulate_grad = AccumulateGrad.backward''',
                 '"AccumulateGrad(a)",\n                   "AccumulateGrad(b)"]')],
     ),
     dict(
-        grade_id="cag_predict_order",
+        grade_id="c10_predict_order",
         mistake="predicts-depth-first",
         feedback="predicted_order",
         edits=[('predicted_order = ["SumBackward0", "AddBackward0", "MulBackward0", "AccumulateGrad(b)", '
@@ -102,33 +102,33 @@ accumulate_grad = AccumulateGrad.backward''',
     ),
     # -- exercise 4: matrix products and broadcasting
     dict(
-        grade_id="cag_matmul_broadcast",
+        grade_id="c10_matmul_broadcast",
         mistake="unbroadcast-leading-axes-only",
         feedback="stretched",
         edits=[("    if stretched:\n        grad = grad.sum(axis=stretched, keepdims=True)\n", "")],
     ),
     dict(
-        grade_id="cag_matmul_broadcast",
+        grade_id="c10_matmul_broadcast",
         mistake="unbroadcast-drops-size-one-axes",
         feedback="keepdims",
         edits=[("grad = grad.sum(axis=stretched, keepdims=True)", "grad = grad.sum(axis=stretched)")],
     ),
     dict(
-        grade_id="cag_matmul_broadcast",
+        grade_id="c10_matmul_broadcast",
         mistake="mm-transposes-swapped",
         feedback="grad_a = grad @ b.T",
         edits=[("return (grad @ b.T if first else None), (a.T @ grad if second else None)",
                 "return (grad @ b if first else None), (a @ grad if second else None)")],
     ),
     dict(
-        grade_id="cag_matmul_broadcast",
+        grade_id="c10_matmul_broadcast",
         mistake="mm-ignores-flags",
         feedback="None for the other",
         edits=[("return (grad @ b.T if first else None), (a.T @ grad if second else None)",
                 "return grad @ b.T, a.T @ grad")],
     ),
     dict(
-        grade_id="cag_matmul_broadcast",
+        grade_id="c10_matmul_broadcast",
         mistake="delegates-to-reference-matmul",
         feedback="does not exist while grading",
         source='''unbroadcast = elementwise.unbroadcast
@@ -136,33 +136,33 @@ mm_gradients = linalg.mm_gradients''',
     ),
     # -- exercise 5: ReLU, sum, mean, log-softmax
     dict(
-        grade_id="cag_formulas",
+        grade_id="c10_formulas",
         mistake="relu-passes-at-zero",
         feedback="the gradient passes where the output is positive",
         edits=[("return (grad * (out > 0),)", "return (grad * (out >= 0),)")],
     ),
     dict(
-        grade_id="cag_formulas",
+        grade_id="c10_formulas",
         mistake="mean-forgets-to-divide",
         feedback="divides by the number of values averaged",
         edits=[("return sum_backward(self, grad / int(np.prod(reduced)))", "return sum_backward(self, grad)")],
     ),
     dict(
-        grade_id="cag_formulas",
+        grade_id="c10_formulas",
         mistake="log-softmax-sums-every-axis",
         feedback="grad.sum(axis, keepdims=True)",
         edits=[("return (grad - np.exp(out) * grad.sum(axis=self.axis, keepdims=True),)",
                 "return (grad - np.exp(out) * grad.sum(),)")],
     ),
     dict(
-        grade_id="cag_formulas",
+        grade_id="c10_formulas",
         mistake="relu-reads-private-saved",
         feedback="saved_values()",
         edits=[("    (out,) = self.saved_values()\n    return (grad * (out > 0),)",
                 "    (out,) = self._saved\n    return (grad * (out > 0),)")],
     ),
     dict(
-        grade_id="cag_formulas",
+        grade_id="c10_formulas",
         mistake="delegates-to-reference-formulas",
         feedback="does not exist while grading",
         source='''relu_backward = F.ReluBackward0.backward
@@ -172,21 +172,21 @@ log_softmax_backward = F.LogSoftmaxBackward0.backward''',
     ),
     # -- exercise 6: linear's backward
     dict(
-        grade_id="cag_fix_addmm",
+        grade_id="c10_fix_addmm",
         mistake="bias-not-summed",
         feedback="summed back to bias_shape",
         edits=[("grad_bias = unbroadcast(grad, self.bias_shape) if bias is not None else None",
                 "grad_bias = grad if bias is not None else None")],
     ),
     dict(
-        grade_id="cag_fix_addmm",
+        grade_id="c10_fix_addmm",
         mistake="bias-summed-over-features",
         feedback="bias_shape",
         edits=[("grad_bias = unbroadcast(grad, self.bias_shape) if bias is not None else None",
                 "grad_bias = grad.sum(axis=1) if bias is not None else None")],
     ),
     dict(
-        grade_id="cag_fix_addmm",
+        grade_id="c10_fix_addmm",
         mistake="gradients-for-none-edges",
         feedback="None for each edge that is (None, 0)",
         edits=[("mm_gradients(grad, inputs, weight_t, input_edge is not None, weight_edge is not None)",
@@ -195,7 +195,7 @@ log_softmax_backward = F.LogSoftmaxBackward0.backward''',
                 "grad_bias = unbroadcast(grad, self.bias_shape)")],
     ),
     dict(
-        grade_id="cag_fix_addmm",
+        grade_id="c10_fix_addmm",
         mistake="delegates-to-reference-addmm",
         feedback="does not exist while grading",
         source='''addmm_backward = F.AddmmBackward0.backward''',

@@ -1,22 +1,22 @@
-"""Typical mistakes in chapter 11 (optimizers and the training loop); format in README.md."""
+"""Typical mistakes in chapter 12 (optimizers and the training loop); format in README.md."""
 
 WRONG_IMPLEMENTATIONS = [
     dict(
-        grade_id="c11_param_groups",
+        grade_id="c12_param_groups",
         mistake="norm-layers-decayed",
         feedback="a normalisation layer's parameters",
         edits=[('        if last == "bias" or isinstance(modules[owner], NORM_LAYERS):\n',
                 '        if last == "bias":\n')],
     ),
     dict(
-        grade_id="c11_param_groups",
+        grade_id="c12_param_groups",
         mistake="chosen-by-shape",
         feedback="chosen by name, not by shape",
         edits=[('        if last == "bias" or isinstance(modules[owner], NORM_LAYERS):\n',
                 '        if param.ndim == 1:\n')],
     ),
     dict(
-        grade_id="c11_param_groups",
+        grade_id="c12_param_groups",
         mistake="shared-parameters-twice",
         feedback="each parameter appears once",
         edits=[("    for name, param in model.named_parameters():\n",
@@ -25,7 +25,7 @@ WRONG_IMPLEMENTATIONS = [
                 "    modules = dict(model.named_modules(remove_duplicate=False))\n")],
     ),
     dict(
-        grade_id="c11_sgd",
+        grade_id="c12_sgd",
         mistake="momentum-buffer-not-kept",
         feedback="second group without decay",
         edits=[('                        state = self.state[p]\n'
@@ -40,7 +40,7 @@ WRONG_IMPLEMENTATIONS = [
                 '                        g = buffer\n')],
     ),
     dict(
-        grade_id="c11_sgd",
+        grade_id="c12_sgd",
         mistake="weight-decay-after-momentum",
         feedback="g = grad + wd * p",
         edits=[('                    if group["weight_decay"] != 0:\n'
@@ -49,25 +49,25 @@ WRONG_IMPLEMENTATIONS = [
                 '                    p -= group["lr"] * (g + group["weight_decay"] * np.asarray(p))\n')],
     ),
     dict(
-        grade_id="c11_sgd",
+        grade_id="c12_sgd",
         mistake="buffer-is-the-grad",
         feedback="must be a copy of the first gradient",
         edits=[('state["momentum_buffer"] = np.array(g, copy=True)', 'state["momentum_buffer"] = g')],
     ),
     dict(
-        grade_id="c11_sgd",
+        grade_id="c12_sgd",
         mistake="none-grad-not-skipped",
         feedback="whose grad is None",
         edits=[("                    if p.grad is None:\n                        continue\n", "")],
     ),
     dict(
-        grade_id="c11_sgd",
+        grade_id="c12_sgd",
         mistake="sgd-state-keyed-by-id",
         feedback="state[p] holds the momentum_buffer",
         edits=[("                        state = self.state[p]\n", "                        state = self.state[id(p)]\n")],
     ),
     dict(
-        grade_id="c11_sgd",
+        grade_id="c12_sgd",
         mistake="zero-grad-always-zeros",
         feedback="sets every grad to None by default",
         edits=[("                    if set_to_none:\n"
@@ -77,26 +77,26 @@ WRONG_IMPLEMENTATIONS = [
                 "                    p.grad[...] = 0")],
     ),
     dict(
-        grade_id="c11_sgd",
+        grade_id="c12_sgd",
         mistake="zero-grad-new-array",
         feedback="fills the same grad arrays with zeros",
         edits=[("                        p.grad[...] = 0", "                        p.grad = np.zeros_like(p.grad)")],
     ),
     # The prediction earns no points (a constant answer cannot be graded securely): its tests check the form only.
     dict(
-        grade_id="c11_predict_indices",
+        grade_id="c12_predict_indices",
         mistake="one-list-of-params",
         feedback="your prediction has the form",
         edits=[('"params": [[0, 1], [2, 3, 4, 5]]', '"params": [0, 1, 2, 3, 4, 5]')],
     ),
     dict(
-        grade_id="c11_predict_indices",
+        grade_id="c12_predict_indices",
         mistake="indices-as-names",
         feedback="your prediction holds lists of integers",
         edits=[('"state": [0, 1, 2, 3, 4]}', '"state": ["0.weight", "3.weight", "0.bias", "1.weight", "1.bias"]}')],
     ),
     dict(
-        grade_id="c11_state_dict",
+        grade_id="c12_state_dict",
         mistake="indices-restart-per-group-in-state-dict",
         feedback="numbered across the groups",
         edits=[("    index_of = {}\n", ""),
@@ -107,21 +107,21 @@ WRONG_IMPLEMENTATIONS = [
                 "             for index, p in enumerate(group[\"params\"]) if p in optimizer.state}\n")],
     ),
     dict(
-        grade_id="c11_state_dict",
+        grade_id="c12_state_dict",
         mistake="state-keyed-by-id",
         feedback="keyed by index, not by id",
         edits=[("    state = {index_of[id(p)]: value for p, value in optimizer.state.items()}\n",
                 "    state = {id(p): value for p, value in optimizer.state.items()}\n")],
     ),
     dict(
-        grade_id="c11_state_dict",
+        grade_id="c12_state_dict",
         mistake="group-options-dropped",
         feedback="keeps all its options",
         edits=[('        packed = {key: value for key, value in group.items() if key != "params"}\n',
                 "        packed = {}\n")],
     ),
     dict(
-        grade_id="c11_state_dict",
+        grade_id="c12_state_dict",
         mistake="state-copied",
         feedback="not a copy",
         edits=[("    state = {index_of[id(p)]: value for p, value in optimizer.state.items()}\n",
@@ -129,19 +129,19 @@ WRONG_IMPLEMENTATIONS = [
     ),
     # Solutions that hand the exercise back to the reference: while grading, the reference's own is gone.
     dict(
-        grade_id="c11_param_groups",
+        grade_id="c12_param_groups",
         mistake="delegates-to-reference-param-groups",
         feedback="does not exist while grading",
-        source="NORM_LAYERS = (nn.BatchNorm1d,)\nfrom modulecraft.exercises.c11_optimizers import param_groups",
+        source="NORM_LAYERS = (nn.BatchNorm1d,)\nfrom modulecraft.exercises.c12_optimizers import param_groups",
     ),
     dict(
-        grade_id="c11_sgd",
+        grade_id="c12_sgd",
         mistake="delegates-to-reference-sgd",
         feedback="does not exist while grading",
         source="class SGD(optim.SGD):\n    pass",
     ),
     dict(
-        grade_id="c11_state_dict",
+        grade_id="c12_state_dict",
         mistake="delegates-to-reference-state-dict",
         feedback="does not exist while grading",
         source="optimizer_state_dict = optim.Optimizer.state_dict",

@@ -1,4 +1,4 @@
-"""Chapter 12's tests: the capstone's mechanisms, each observed on a few steps of a small drawn problem (never a
+"""Chapter 13's tests: the capstone's mechanisms, each observed on a few steps of a small drawn problem (never a
 full training: these probes also run on the reference in the grader's process for every submission)."""
 import shutil
 import tempfile
@@ -27,16 +27,16 @@ YOURS = {
     "_save_to_state_dict": "modulecraft.nn.modules.module:Module._save_to_state_dict",
     "state_dict": "modulecraft.nn.modules.module:Module.state_dict",
     "load_state_dict": "modulecraft.nn.modules.module:Module.load_state_dict",
-    "train_epoch": "modulecraft.exercises.c12_capstone:train_epoch",
-    "accuracy": "modulecraft.exercises.c12_capstone:accuracy",
-    "attach_statistics": "modulecraft.exercises.c12_capstone:attach_statistics",
-    "save_checkpoint": "modulecraft.exercises.c12_capstone:save_checkpoint",
-    "load_checkpoint": "modulecraft.exercises.c12_capstone:load_checkpoint",
+    "train_epoch": "modulecraft.exercises.c13_capstone:train_epoch",
+    "accuracy": "modulecraft.exercises.c13_capstone:accuracy",
+    "attach_statistics": "modulecraft.exercises.c13_capstone:attach_statistics",
+    "save_checkpoint": "modulecraft.exercises.c13_capstone:save_checkpoint",
+    "load_checkpoint": "modulecraft.exercises.c13_capstone:load_checkpoint",
 }
 
 # While grading, every module trains, evaluates, saves and loads with the learner's `Crafted` functions.
-BUILDS_ON = {grade_id: ["c12_crafted"] for grade_id in
-             ("c12_train_epoch", "c12_accuracy", "c12_statistics", "c12_checkpoint")}
+BUILDS_ON = {grade_id: ["c13_crafted"] for grade_id in
+             ("c13_train_epoch", "c13_accuracy", "c13_statistics", "c13_checkpoint")}
 
 
 # -- fixtures -------------------------------------------------------------------------------------------------------
@@ -119,10 +119,10 @@ def rounded(array):
 
 
 # -- Exercise 1: the Crafted mixin --------------------------------------------------------------------------------
-HINT_CRAFTED = "see 12.1: paste your chapter 5-7 functions and assign them in the body of Crafted."
+HINT_CRAFTED = "see 13.1: paste your chapter 5-7 functions and assign them in the body of Crafted."
 
 
-@probe("c12_crafted_visible")
+@probe("c13_crafted_visible")
 def crafted_visible(yours, draw, check):
     problem = Problem(draw)
     model = lambda: problem.model(crafted_layers(yours))  # noqa: E731
@@ -140,13 +140,13 @@ def crafted_visible(yours, draw, check):
     check(f"output with a forward hook (+{shift:g}) in eval mode", hooked, close=True, hint=HINT_CRAFTED)
 
 
-@probe("c12_crafted_hidden")
+@probe("c13_crafted_hidden")
 def crafted_hidden(yours, draw, check):
     problem = Problem(draw)
     model = lambda: problem.model(crafted_layers(yours))  # noqa: E731
     check("crafted.train(False): (returns self, the mode of every module)",
           lambda: (lambda m: (m.train(False) is m, [sub.training for sub in m.modules()]))(model()),
-          hint="see 12.1: Crafted.train must come from chapter 5: set the mode on every module and return self.")
+          hint="see 13.1: Crafted.train must come from chapter 5: set the mode on every module and return self.")
     mean = draw.array(problem.hidden)
 
     def loaded():
@@ -156,7 +156,7 @@ def crafted_hidden(yours, draw, check):
         return str(result), rounded(crafted[1].running_mean)
     check("load_state_dict of a reference model's state with a new running_mean: (its result, the child's "
           "running_mean)", loaded, close=True,
-          hint="see 12.1: Crafted.load_state_dict (chapter 7); the loaded values must reach the children.")
+          hint="see 13.1: Crafted.load_state_dict (chapter 7); the loaded values must reach the children.")
     missing = draw.choice(["0.bias", "3.weight", "1.running_var", "0.weight"])
 
     def strict():
@@ -164,7 +164,7 @@ def crafted_hidden(yours, draw, check):
         del source[missing]
         return model().load_state_dict(source)
     check(f"a strict load without {missing!r}", strict, phrase=f'Missing key(s) in state_dict: "{missing}"',
-          hint="see 12.1: strict loads report missing keys (chapter 7).")
+          hint="see 13.1: strict loads report missing keys (chapter 7).")
     factor = draw.int(2, 9)
 
     def with_kwargs():
@@ -173,23 +173,23 @@ def crafted_hidden(yours, draw, check):
         wrapped.register_forward_pre_hook(lambda module, args, kwargs: ((args[0] * factor,), kwargs), with_kwargs=True)
         return wrapped(factor + 1), layers.Identity()(factor)
     check(f"a with_kwargs pre-hook multiplying by {factor}, and a crafted Identity without hooks",
-          with_kwargs, hint="see 12.1: Crafted._call_impl must run with_kwargs pre-hooks (chapter 6); without hooks "
+          with_kwargs, hint="see 13.1: Crafted._call_impl must run with_kwargs pre-hooks (chapter 6); without hooks "
                             "the crafted call returns forward's result.")
     copies = draw.int(2, 3)
     check(f"named_modules of a crafted Sequential holding one Linear {copies} times",
           lambda: (lambda layers: [n for n, _ in layers.Sequential(*[layers.Linear(2, 2)] * copies).named_modules()])(
-              crafted_layers(yours)), hint="see 12.1: Crafted.named_modules must skip a shared module (memo).")
+              crafted_layers(yours)), hint="see 13.1: Crafted.named_modules must skip a shared module (memo).")
     check("types of the values of state_dict(keep_vars=True)",
           lambda: sorted({type(v).__name__ for v in model().state_dict(keep_vars=True).values()}),
-          hint="see 12.1: state_dict(keep_vars=True) keeps the Parameter objects.")
+          hint="see 13.1: state_dict(keep_vars=True) keeps the Parameter objects.")
 
 
 # -- Exercise 2: train_epoch ----------------------------------------------------------------------------------------
-@probe("c12_train_epoch_visible")
+@probe("c13_train_epoch_visible")
 def train_epoch_visible(yours, draw, check):
     problem = Problem(draw)
     batch_size, seeds = draw.int(6, 12), [draw.int(0, 99) for _ in range(2)]
-    hint = "see 12.3: train mode, shuffled batches, then zero_grad, forward, loss, backward, step for each batch."
+    hint = "see 13.3: train mode, shuffled batches, then zero_grad, forward, loss, backward, step for each batch."
     model = Once(lambda: problem.model().eval())
     optimizer = Once(lambda: make_optimizer(model().parameters()))
     epochs = []
@@ -201,13 +201,13 @@ def train_epoch_visible(yours, draw, check):
     check(f"number of losses of one epoch of {problem.rows} rows in batches of {batch_size}, and their type",
           lambda: epoch(seeds[0]), hint=hint)
     check("the model is in training mode after train_epoch", lambda: model().training,
-          hint="see 12.3: call model.train() first (BatchNorm uses batch statistics while training).")
+          hint="see 13.3: call model.train() first (BatchNorm uses batch statistics while training).")
     check("losses of two epochs (the second with another seed)", lambda: (epoch(seeds[1]), epochs)[1], close=True,
-          hint="see 12.3: zero the gradients before backward, and step after it, on the batches of the seeded "
+          hint="see 13.3: zero the gradients before backward, and step after it, on the batches of the seeded "
                "permutation.")
 
 
-@probe("c12_train_epoch_hidden")
+@probe("c13_train_epoch_hidden")
 def train_epoch_hidden(yours, draw, check):
     problem = Problem(draw)
     batch_size, seeds = draw.int(5, 9), [draw.int(0, 99) for _ in range(2)]
@@ -217,10 +217,10 @@ def train_epoch_hidden(yours, draw, check):
           lambda: [yours.train_epoch(model(), optimizer(), nn.CrossEntropyLoss(), problem.x, problem.y, batch_size,
                                      seed)
                    for seed in seeds], close=True,
-          hint="see 12.3: zero_grad, forward, loss, backward, step on the batches of the seeded permutation "
+          hint="see 13.3: zero_grad, forward, loss, backward, step on the batches of the seeded permutation "
                "np.random.default_rng(seed).permutation(len(x)), cut in consecutive batches.")
     check("the first layer's weight after those two epochs", lambda: rounded(model()[0].weight), close=True,
-          hint="see 12.3: one optimizer step per batch, after its backward.")
+          hint="see 13.3: one optimizer step per batch, after its backward.")
 
 
 # -- Exercise 3: accuracy -----------------------------------------------------------------------------------------------
@@ -235,12 +235,12 @@ def warmed(problem, steps=2):
     return model
 
 
-@probe("c12_accuracy_visible")
+@probe("c13_accuracy_visible")
 def accuracy_visible(yours, draw, check):
     problem = Problem(draw)
     model = Once(lambda: warmed(problem))
     before = Once(lambda: {key: np.array(value) for key, value in model().state_dict().items()})
-    hint = "see 12.4: call model.eval() before the forward pass, and compute the logits under modulecraft.no_grad()."
+    hint = "see 13.4: call model.eval() before the forward pass, and compute the logits under modulecraft.no_grad()."
     values = []
     check("accuracy, twice: (the two values agree, the type of the value)",
           lambda: (before(), values.extend(yours.accuracy(model(), problem.x, problem.y) for _ in range(2)),
@@ -249,10 +249,10 @@ def accuracy_visible(yours, draw, check):
           lambda: [key for key, value in model().state_dict().items() if not np.array_equal(value, before()[key])],
           hint=hint)
     check("the accuracy", lambda: values[0], close=True,
-          hint="see 12.4: the fraction of rows whose highest logit (argmax over axis 1) is their label.")
+          hint="see 13.4: the fraction of rows whose highest logit (argmax over axis 1) is their label.")
 
 
-@probe("c12_accuracy_hidden")
+@probe("c13_accuracy_hidden")
 def accuracy_hidden(yours, draw, check):
     problem = Problem(draw)
     warm_steps = draw.int(1, 3)
@@ -268,11 +268,11 @@ def accuracy_hidden(yours, draw, check):
         finally:
             handle.remove()
     check(f"accuracy on {rows} rows of a model in training mode", measured, close=True,
-          hint="see 12.4: evaluate in eval mode: the fraction of rows whose highest logit is their label.")
+          hint="see 13.4: evaluate in eval mode: the fraction of rows whose highest logit is their label.")
     check("the model's mode after accuracy (training?)", lambda: model().training,
-          hint="see 12.4: accuracy must leave the model in evaluation mode (model.eval()).")
+          hint="see 13.4: accuracy must leave the model in evaluation mode (model.eval()).")
     check("for each forward accuracy ran: was a graph recorded?", lambda: graphs,
-          hint="see 12.4: accuracy must compute the logits under modulecraft.no_grad(): a graph was recorded.")
+          hint="see 13.4: accuracy must compute the logits under modulecraft.no_grad(): a graph was recorded.")
 
 
 # -- Exercise 4: predict, then run (graded on its form only: a constant answer cannot be graded securely) ----------
@@ -281,20 +281,20 @@ def _prediction(yours, name, form):
     return form if isinstance(yours, Reference) else getattr(yours, name)
 
 
-@probe("c12_predict_hooks_visible")
+@probe("c13_predict_hooks_visible")
 def predict_hooks_visible(yours, draw, check):
     check("your prediction of the hooks' order is a list of 'forward <name>' and 'backward <name>' strings",
           lambda: (lambda order: isinstance(order, list) and all(
               isinstance(s, str) and s.split(" ")[0] in ("forward", "backward") for s in order))(
               _prediction(yours, "hook_order", ["forward 0"])),
-          hint="see 12.5: forward hooks fire in call order, backward hooks as backward reaches each module.")
+          hint="see 13.5: forward hooks fire in call order, backward hooks as backward reaches each module.")
 
 
-@probe("c12_predict_hooks_hidden")
+@probe("c13_predict_hooks_hidden")
 def predict_hooks_hidden(yours, draw, check):
     check("first_layer_grad_input is a tuple", lambda: isinstance(
         _prediction(yours, "first_layer_grad_input", ()), tuple),
-          hint="see 12.5: grad_input is a tuple, one entry per input of forward.")
+          hint="see 13.5: grad_input is a tuple, one entry per input of forward.")
 
 
 # -- Exercise 5: attach_statistics -------------------------------------------------------------------------------------
@@ -304,11 +304,11 @@ def one_step(model, problem, rows):
         nn.CrossEntropyLoss()(model(problem.x[:rows]), problem.y[:rows]).backward()
 
 
-@probe("c12_statistics_visible")
+@probe("c13_statistics_visible")
 def statistics_visible(yours, draw, check):
     problem = Problem(draw)
     rows = draw.int(8, problem.rows)
-    hint = "see 12.5: one forward hook per child, a full backward hook per Linear, bound to that child's record."
+    hint = "see 13.5: one forward hook per child, a full backward hook per Linear, bound to that child's record."
     model = problem.model()
     attached = []
     check("attach_statistics, then one training step with the statistics hooks (runs without error)",
@@ -318,13 +318,13 @@ def statistics_visible(yours, draw, check):
           lambda: {name: {key: len(values) for key, values in record.items()} for name, record in stats().items()},
           hint=hint)
     check("stats['2'] (the ReLU's output: mean and std)", lambda: stats()["2"], close=True,
-          hint="see 12.5: record the mean of the ReLU's output (the output, not the input), at each call.")
+          hint="see 13.5: record the mean of the ReLU's output (the output, not the input), at each call.")
     check("the grad_norm of each Linear", lambda: [stats()[name]["grad_norm"] for name in ("0", "3")], close=True,
-          hint="see 12.5: one training step with the statistics hooks: the norm of grad_output[0], the gradient "
+          hint="see 13.5: one training step with the statistics hooks: the norm of grad_output[0], the gradient "
                "with respect to the layer's output.")
 
 
-@probe("c12_statistics_hidden")
+@probe("c13_statistics_hidden")
 def statistics_hidden(yours, draw, check):
     problem = Problem(draw)
     rows = draw.int(8, problem.rows)
@@ -332,15 +332,15 @@ def statistics_hidden(yours, draw, check):
     attached = []
     check("attach_statistics and a step with its hooks (runs without error)",
           lambda: (attached.append(yours.attach_statistics(model)), one_step(model, problem, rows))[1],
-          hint="see 12.5: a forward hook per child, a full backward hook per Linear.")
+          hint="see 13.5: a forward hook per child, a full backward hook per Linear.")
     check("the Linear layers' backward hooks are full ones (_is_full_backward_hook of layers 0 and 3)",
           lambda: [model[i]._is_full_backward_hook for i in (0, 3)],
-          hint="see 12.5: the gradient statistics need full backward hooks (register_full_backward_hook).")
+          hint="see 13.5: the gradient statistics need full backward hooks (register_full_backward_hook).")
     check("stats of the last layer: mean, std and grad_norm", lambda: attached[0][0]["3"], close=True,
-          hint="see 12.5: each layer's forward hook records the mean and std of that layer's output; grad_norm is the "
+          hint="see 13.5: each layer's forward hook records the mean and std of that layer's output; grad_norm is the "
                "norm of grad_output[0].")
     check("the number of handles returned", lambda: len(attached[0][1]),
-          hint="see 12.5: handles must hold the handles of all six hooks (four forward, two backward).")
+          hint="see 13.5: handles must hold the handles of all six hooks (four forward, two backward).")
 
     def after_removal():
         stats, handles = attached[0]
@@ -349,7 +349,7 @@ def statistics_hidden(yours, draw, check):
         one_step(model, problem, rows)
         return {name: {key: len(values) for key, values in record.items()} for name, record in stats.items()}
     check("lengths of stats after removing every handle and another step", after_removal,
-          hint="see 12.5: after removing every handle no hook records.")
+          hint="see 13.5: after removing every handle no hook records.")
 
 
 # -- Exercise 6: checkpoint --------------------------------------------------------------------------------------------
@@ -394,14 +394,14 @@ class Checkpointed:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-@probe("c12_checkpoint_visible")
+@probe("c13_checkpoint_visible")
 def checkpoint_visible(yours, draw, check):
     saved = Checkpointed(yours, draw)
     try:
-        hint = ("see 12.7: save model.state_dict() and the flattened optimizer state; load the model first, then make "
+        hint = ("see 13.7: save model.state_dict() and the flattened optimizer state; load the model first, then make "
                 "the optimizer and load its rebuilt state (int indices).")
         check("the files save_checkpoint(model, optimizer, folder) writes in folder", saved.save,
-              hint="see 12.7: modulecraft.save(model.state_dict(), folder / \"model.safetensors\"), and the flattened "
+              hint="see 13.7: modulecraft.save(model.state_dict(), folder / \"model.safetensors\"), and the flattened "
                    "optimizer state to folder / \"optimizer.safetensors\".")
         continued = Once(lambda: steps(*saved.trained(), saved.problem, saved.after))
 
@@ -412,24 +412,24 @@ def checkpoint_visible(yours, draw, check):
         check("losses of three more steps, resumed from the checkpoint in a fresh lazy model", resumed, close=True,
               hint=hint)
         check("losses of the same three steps without a restart (the model you saved, trained on)",
-              continued, close=True, hint="see 12.7: saving must not change the model or its optimizer.")
+              continued, close=True, hint="see 13.7: saving must not change the model or its optimizer.")
     finally:
         saved.remove()
 
 
-@probe("c12_checkpoint_hidden")
+@probe("c13_checkpoint_hidden")
 def checkpoint_hidden(yours, draw, check):
     saved = Checkpointed(yours, draw)
     try:
         check("the files save_checkpoint(model, optimizer, folder) writes in folder", saved.save,
-              hint="see 12.7: model.safetensors and optimizer.safetensors.")
+              hint="see 13.7: model.safetensors and optimizer.safetensors.")
         check("the keys of model.safetensors, and its 1.running_mean",
               lambda: (lambda saved_model: (list(saved_model), rounded(saved_model["1.running_mean"])))(
                   modulecraft.load(saved.folder / "model.safetensors")), close=True,
-              hint="see 12.7: model.safetensors must hold model.state_dict(), BatchNorm's running statistics included.")
+              hint="see 13.7: model.safetensors must hold model.state_dict(), BatchNorm's running statistics included.")
         check("the keys of optimizer.safetensors, sorted",
               lambda: sorted(modulecraft.load(saved.folder / "optimizer.safetensors")),
-              hint='see 12.7: optimizer.safetensors holds "param_groups" and one "state.<index>.<name>" key per state '
+              hint='see 13.7: optimizer.safetensors holds "param_groups" and one "state.<index>.<name>" key per state '
                    'entry.')
         restored = []
 
@@ -438,7 +438,7 @@ def checkpoint_hidden(yours, draw, check):
             restored.append((fresh, yours.load_checkpoint(saved.folder, fresh, make_optimizer)))
             return type(fresh[0]).__name__, sorted(restored[0][1].state_dict()["state"], key=repr)
         check("load_checkpoint into a fresh lazy model: (the type its first layer became, the optimizer's state "
-              "keys)", load, hint="see 12.7: the lazy layer becomes a Linear when the model loads; load_checkpoint "
+              "keys)", load, hint="see 13.7: the lazy layer becomes a Linear when the model loads; load_checkpoint "
                                   "must give the optimizer back its state, keyed by int indices.")
         broken = saved.folder / "broken"
 
@@ -448,7 +448,7 @@ def checkpoint_hidden(yours, draw, check):
             shutil.copy(saved.folder / "optimizer.safetensors", broken / "optimizer.safetensors")
             yours.load_checkpoint(broken, saved.problem.model(lazy=True), make_optimizer)
         check("load_checkpoint of a checkpoint without the model's buffers", load_without_buffers,
-              phrase="Missing key(s)", hint="see 12.7: load_checkpoint must load the model strictly: a checkpoint "
+              phrase="Missing key(s)", hint="see 13.7: load_checkpoint must load the model strictly: a checkpoint "
                                             "without buffers is an error (Missing key(s) in state_dict).")
     finally:
         saved.remove()

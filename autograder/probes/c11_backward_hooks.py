@@ -1,4 +1,4 @@
-"""Chapter 10's tests: zero_grad and requires_grad_, the backward part of _call_impl, a gradient watcher."""
+"""Chapter 11's tests: zero_grad and requires_grad_, the backward part of _call_impl, a gradient watcher."""
 import warnings
 
 import numpy as np
@@ -17,11 +17,11 @@ YOURS = {
     "zero_grad": "modulecraft.nn.modules.module:Module.zero_grad",
     "requires_grad_": "modulecraft.nn.modules.module:Module.requires_grad_",
     "call_impl": "modulecraft.nn.modules.module:Module._call_impl",
-    "watch_gradients": "modulecraft.exercises.c10_gradients:watch_gradients",
+    "watch_gradients": "modulecraft.exercises.c11_backward_hooks:watch_gradients",
 }
 
 # The watcher's probes run modules with full backward hooks: while grading, the learner's `call_impl` wires them.
-BUILDS_ON = {"c10_watch_gradients": ["c10_call_impl"]}
+BUILDS_ON = {"c11_watch_gradients": ["c11_call_impl"]}
 
 
 # -- Exercise 1: zero_grad and requires_grad_ ----------------------------------------------------------------------
@@ -53,14 +53,14 @@ def grads_of(model):
     return {name: p.grad for name, p in model.named_parameters()}
 
 
-@probe("c10_zero_grad_visible")
+@probe("c11_zero_grad_visible")
 def zero_grad_visible(yours, draw, check):
     width = draw.int(2, 4)
     names = ["scale", "linear.weight", "linear.bias", "child.weight", "child.bias"]
     with_grad = [name for name in names if draw.coin()] or [draw.choice(names)]
     values = {name: draw.array(*shape) for name, shape in
               zip(names, [(width,), (width, 3), (width,), (1, width), (1,)])}
-    hint_zero = "see 10.2: walk self.parameters(); set_to_none=True sets grad to None, False zeroes the same array " \
+    hint_zero = "see 11.2: walk self.parameters(); set_to_none=True sets grad to None, False zeroes the same array " \
                 "in place."
 
     def cleared(set_to_none):
@@ -89,11 +89,11 @@ def zero_grad_visible(yours, draw, check):
     draw_x = draw.array(4, 3)
     check(f"requires_grad_(False) on the parent, then True on its {unfrozen}, then backward: "
           "(returns self?, (name, requires_grad, has grad), input has grad?)", frozen_but_one,
-          hint="see 10.2: requires_grad_ calls p.requires_grad_(flag) on self.parameters() (children too) and "
+          hint="see 11.2: requires_grad_ calls p.requires_grad_(flag) on self.parameters() (children too) and "
                "returns self.")
 
 
-@probe("c10_zero_grad_hidden")
+@probe("c11_zero_grad_hidden")
 def zero_grad_hidden(yours, draw, check):
     width = draw.int(2, 4)
     names = ["scale", "linear.weight", "linear.bias", "child.weight", "child.bias"]
@@ -109,7 +109,7 @@ def zero_grad_hidden(yours, draw, check):
                          for name, p in model.named_parameters()])
     check(f"zero_grad(set_to_none=False) when only {only} has a gradient: (what it returns, (name, (same array?, "
           "grad)) of every parameter)", one_grad,
-          hint="see 10.2: zero_grad returns None, and must leave a grad that is None as None (not create zeros); "
+          hint="see 11.2: zero_grad returns None, and must leave a grad that is None as None (not create zeros); "
                "it fills the same grad array with zeros in place.")
     copies = draw.int(2, 3)
 
@@ -122,7 +122,7 @@ def zero_grad_hidden(yours, draw, check):
         return frozen, returned is model, [p.requires_grad for p in model.parameters()]
     check(f"a Linear shared {copies} times under the model: requires_grad_(False), then requires_grad_(): "
           "(flags after False, returns self?, flags after ())", shared_frozen,
-          hint="see 10.2: requires_grad_(False) must reach the parameters of every descendant; requires_grad_() with "
+          hint="see 11.2: requires_grad_(False) must reach the parameters of every descendant; requires_grad_() with "
                "no argument sets requires_grad=True and returns the module itself.")
 
 
@@ -135,18 +135,18 @@ def _prediction(yours):
     return list(LABELS) if isinstance(yours, Reference) else yours.prediction
 
 
-@probe("c10_predict_order_visible")
+@probe("c11_predict_order_visible")
 def predict_order_visible(yours, draw, check):
     check("prediction holds each of the seven labels once", lambda: sorted(_prediction(yours)) == sorted(LABELS),
-          hint="write the seven labels in the order you expect them, e.g. [\"fwd 0\", ...] (section 10.3).")
+          hint="write the seven labels in the order you expect them, e.g. [\"fwd 0\", ...] (section 11.3).")
 
 
-@probe("c10_predict_order_hidden")
+@probe("c11_predict_order_hidden")
 def predict_order_hidden(yours, draw, check):
     check("prediction is a list of seven strings",
           lambda: isinstance(_prediction(yours), list) and len(_prediction(yours)) == 7
           and all(isinstance(label, str) for label in _prediction(yours)),
-          hint="assign a list of the seven labels (section 10.3).")
+          hint="assign a list of the seven labels (section 11.3).")
 
 
 # -- Exercise 3: the backward part of _call_impl ---------------------------------------------------------------------
@@ -192,7 +192,7 @@ def rounded(array):
     return None if array is None else np.round(np.asarray(array, dtype=np.float64), 4)
 
 
-@probe("c10_call_impl_visible")
+@probe("c11_call_impl_visible")
 def call_impl_visible(yours, draw, check):
     def full_and_pre(module, log):
         return [module.register_full_backward_pre_hook(lambda m, grad_output: log.append(("pre", rounded(grad_output[0])))),
@@ -200,7 +200,7 @@ def call_impl_visible(yours, draw, check):
                     lambda m, grad_input, grad_output: log.append(("full", rounded(grad_input[0]))))]
     check("what a backward pre-hook and a full backward hook saw, in order (your Wired)",
           lambda: backward_log(*wired(yours, draw_wired(draw)), full_and_pre), close=True,
-          hint="see 10.3: wrap the inputs (setup_input_hook) before forward and the output (setup_output_hook) after.")
+          hint="see 11.3: wrap the inputs (setup_input_hook) before forward and the output (setup_output_hook) after.")
     factor = draw.choice([0, 0.5, 2, 3])
 
     def pre_hook_alone(module, log):
@@ -218,7 +218,7 @@ def call_impl_visible(yours, draw, check):
           hint="see Exercise 3, step 3: a BackwardHook is needed for backward pre-hooks even without full hooks.")
 
 
-@probe("c10_call_impl_hidden")
+@probe("c11_call_impl_hidden")
 def call_impl_hidden(yours, draw, check):
     def global_and_local(module, log):
         return [registry.register_module_full_backward_hook(
@@ -283,7 +283,7 @@ def grads(model):
     return [np.asarray(p.grad, dtype=np.float64) for p in model.parameters()]
 
 
-@probe("c10_watch_gradients_visible")
+@probe("c11_watch_gradients_visible")
 def watch_gradients_visible(yours, draw, check):
     model, data = watched(draw)
     max_norm = draw.choice([0.2, 0.3, 0.5, 0.8])
@@ -293,18 +293,18 @@ def watch_gradients_visible(yours, draw, check):
         yours.watch_gradients(model, log, max_norm)
         backward(model, data)
     check("watch_gradients on Linear-ReLU-Linear, then backward (returns without error)", lambda: run() is None,
-          hint="see 10.4: register the hooks, and return the handles.")
+          hint="see 11.4: register the hooks, and return the handles.")
     check("the names in the log, in firing order", lambda: [name for name, _ in log],
-          hint="see 10.4: bind each layer's name when the hook is made (name=name), not when it runs.")
+          hint="see 11.4: bind each layer's name when the hook is made (name=name), not when it runs.")
     check("the norms in the log", lambda: [norm for _, norm in log], close=True,
-          hint="see 10.4: log round(float(np.linalg.norm(grad_output[0])), 3).")
+          hint="see 11.4: log round(float(np.linalg.norm(grad_output[0])), 3).")
     check(f"norms of every parameter's .grad after clipping to {max_norm}",
           lambda: [round(float(np.linalg.norm(p.grad)), 3) for p in model.parameters()], close=True,
-          hint="see 10.4: a tensor hook replaces the gradient only by returning it; scale the whole array by "
+          hint="see 11.4: a tensor hook replaces the gradient only by returning it; scale the whole array by "
                "max_norm / norm.")
 
 
-@probe("c10_watch_gradients_hidden")
+@probe("c11_watch_gradients_hidden")
 def watch_gradients_hidden(yours, draw, check):
     model, data = watched(draw)
     scale = draw.choice([0.001, 0.002, 0.005])
@@ -315,7 +315,7 @@ def watch_gradients_hidden(yours, draw, check):
         backward(model, data, scale)
         return grads(model)
     check(f"every .grad with max_norm=1000 on inputs scaled by {scale} (below max_norm: unchanged)",
-          small_gradients, close=True, hint="see 10.4: A gradient below max_norm must pass unchanged.")
+          small_gradients, close=True, hint="see 11.4: A gradient below max_norm must pass unchanged.")
 
     def after_removal():
         count = len(log)
@@ -326,7 +326,7 @@ def watch_gradients_hidden(yours, draw, check):
         backward(model, data)
         return len(log) - count
     check("log entries added by a backward after removing every returned handle", after_removal,
-          hint="see 10.4: Removing the returned handles must stop the logging hooks: return every handle.")
+          hint="see 11.4: Removing the returned handles must stop the logging hooks: return every handle.")
     small, data = watched(draw)
     max_norm = draw.choice([0.05, 0.1, 0.15])
 
@@ -335,4 +335,4 @@ def watch_gradients_hidden(yours, draw, check):
         backward(small, data)
         return grads(small)
     check(f"every .grad after clipping to {max_norm}", clipped, close=True,
-          hint="see 10.4: A clipped gradient keeps its direction: the whole array scaled by max_norm / norm.")
+          hint="see 11.4: A clipped gradient keeps its direction: the whole array scaled by max_norm / norm.")

@@ -1,6 +1,5 @@
-"""The autograd chapter's tests: recording, the engine's dependency counts, AccumulateGrad, backward formulas.
+"""Chapter 10's tests: recording, the engine's dependency counts, AccumulateGrad, backward formulas.
 
-Named `cag_` for now: chapter 10 is still `10_gradients` (its ids are `c10_*`); the renumbering renames these.
 Fixtures never go through the learner's recording: nodes are made by hand (`Node`, the op's node class) with the
 values their backward reads, so that a slip in one exercise costs points on that exercise only (the formulas of
 `addmm_backward`, which calls `unbroadcast` and `mm_gradients`, are the one exception: `BUILDS_ON`).
@@ -31,7 +30,7 @@ YOURS = {
 }
 
 # linear's backward sums the bias gradient with the learner's `unbroadcast` and multiplies with their `mm_gradients`.
-BUILDS_ON = {"cag_fix_addmm": ["cag_matmul_broadcast"]}
+BUILDS_ON = {"c10_fix_addmm": ["c10_matmul_broadcast"]}
 
 ORDER_NAMES = ("SumBackward0", "AddBackward0", "ExpBackward0", "MulBackward0", "AccumulateGrad(a)",
                "AccumulateGrad(b)")
@@ -137,7 +136,7 @@ def arrays(values):
 
 
 # -- exercise 1: recording -----------------------------------------------------------------------------------------
-@probe("cag_recording_visible")
+@probe("c10_recording_visible")
 def recording_visible(yours, draw, check):
     shape = (draw.int(1, 4), draw.int(1, 4))
     inputs = [leaf(draw, *shape), produced(draw, *shape, output_nr=draw.int(0, 2)),
@@ -154,7 +153,7 @@ def recording_visible(yours, draw, check):
           hint="see 10.1: True when grad mode is on and at least one value is a Tensor that requires grad.")
 
 
-@probe("cag_recording_hidden")
+@probe("c10_recording_hidden")
 def recording_hidden(yours, draw, check):
     a, b = leaf(draw, draw.int(1, 5)), leaf(draw, draw.int(1, 5))
     pick = draw.coin()
@@ -200,13 +199,13 @@ def dependencies_hidden(yours, draw, check):
                "small runs it early (with part of its sum), a missing node never runs.", close=True)
 
 
-@probe("cag_engine_visible")
+@probe("c10_engine_visible")
 def engine_visible(yours, draw, check):
     dependencies_visible(yours, draw, check)
     accumulate_grad_visible(yours, draw, check)
 
 
-@probe("cag_engine_hidden")
+@probe("c10_engine_hidden")
 def engine_hidden(yours, draw, check):
     dependencies_hidden(yours, draw, check)
     accumulate_grad_hidden(yours, draw, check)
@@ -220,14 +219,14 @@ def prediction_form(yours):
                 predicted, list) else False]
 
 
-@probe("cag_predict_order_visible")
+@probe("c10_predict_order_visible")
 def predict_order_visible(yours, draw, check):
     check("your prediction predicted_order is a list of the node names above (the cell under the tests shows the "
           "order)", lambda: prediction_form(yours),
           hint="assign a list of strings such as 'ExpBackward0' or 'AccumulateGrad(a)' to predicted_order.")
 
 
-@probe("cag_predict_order_hidden")
+@probe("c10_predict_order_hidden")
 def predict_order_hidden(yours, draw, check):
     check("predicted_order is a list of node names", lambda: prediction_form(yours),
           hint="assign a list of strings such as 'ExpBackward0' or 'AccumulateGrad(a)' to predicted_order.")
@@ -281,7 +280,7 @@ def broadcast_case(draw, leading):
     return shape, draw.array(*out)
 
 
-@probe("cag_matmul_broadcast_visible")
+@probe("c10_matmul_broadcast_visible")
 def matmul_broadcast_visible(yours, draw, check):
     shape, grad = broadcast_case(draw, draw.int(1, 2))
     check(f"unbroadcast(grad, shape) for a gradient of shape {grad.shape} and an input of shape {shape}",
@@ -295,7 +294,7 @@ def matmul_broadcast_visible(yours, draw, check):
           hint="see 10.4: grad_a = grad @ b.T, grad_b = a.T @ grad.")
 
 
-@probe("cag_matmul_broadcast_hidden")
+@probe("c10_matmul_broadcast_hidden")
 def matmul_broadcast_hidden(yours, draw, check):
     shape, grad = broadcast_case(draw, 0)
     check(f"unbroadcast for a gradient of shape {grad.shape} and an input of shape {shape} (no leading axes)",
@@ -325,7 +324,7 @@ def reduced_shape(shape, axes, keepdims):
     return tuple(1 if i in axes else s for i, s in enumerate(shape) if keepdims or i not in axes)
 
 
-@probe("cag_formulas_visible")
+@probe("c10_formulas_visible")
 def formulas_visible(yours, draw, check):
     shape = (draw.int(2, 4), draw.int(2, 5))
     out = np.maximum(draw.array(*shape), 0)
@@ -348,7 +347,7 @@ def formulas_visible(yours, draw, check):
           close=True, hint="see 10.5: grad - softmax * grad.sum(axis, keepdims=True), softmax = exp(saved output).")
 
 
-@probe("cag_formulas_hidden")
+@probe("c10_formulas_hidden")
 def formulas_hidden(yours, draw, check):
     shape = (draw.int(1, 3), draw.int(1, 3), draw.int(2, 3))
     keepdims = draw.coin()
@@ -385,7 +384,7 @@ def addmm_node(draw, bias, needs_input):
     return node, grad
 
 
-@probe("cag_fix_addmm_visible")
+@probe("c10_fix_addmm_visible")
 def fix_addmm_visible(yours, draw, check):
     node, grad = addmm_node(draw, True, True)
     check("addmm_backward(node, grad) for linear with a bias: the gradients of bias, input and weight.T",
@@ -393,7 +392,7 @@ def fix_addmm_visible(yours, draw, check):
           hint="see 10.6: the bias was broadcast over the batch: its gradient is summed back to bias_shape.")
 
 
-@probe("cag_fix_addmm_hidden")
+@probe("c10_fix_addmm_hidden")
 def fix_addmm_hidden(yours, draw, check):
     node, grad = addmm_node(draw, draw.coin(), False)
     check("addmm_backward when the input needs no gradient (and the bias may not either)",

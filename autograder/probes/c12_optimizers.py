@@ -1,4 +1,4 @@
-"""Chapter 11's tests: param groups, SGD with momentum, the optimizer's state_dict."""
+"""Chapter 12's tests: param groups, SGD with momentum, the optimizer's state_dict."""
 import numpy as np
 
 from modulecraft import nn, optim
@@ -9,7 +9,7 @@ from . import Reference, probe
 # the kernel's modulecraft (`autograder.answer_key`): `optim.SGD` refuses to be built, and every optimizer's
 # `state_dict()` is the learner's `optimizer_state_dict`.
 YOURS = {
-    "param_groups": "modulecraft.exercises.c11_optimizers:param_groups",
+    "param_groups": "modulecraft.exercises.c12_optimizers:param_groups",
     "SGD": "modulecraft.optim.sgd:SGD",
     "optimizer_state_dict": "modulecraft.optim.optimizer:Optimizer.state_dict",
 }
@@ -50,11 +50,11 @@ def group_names(model, groups):
     return [[name_of.get(id(p), "?") for p in group["params"]] for group in groups]
 
 
-@probe("c11_param_groups_visible")
+@probe("c12_param_groups_visible")
 def param_groups_visible(yours, draw, check):
     model = draw_stack(draw)
     decay = draw.choice([0.1, 0.01, 0.001, 0.05])
-    hint = "see 11.1: decide by the last part of the name and by the owning module's type, in named_parameters() order."
+    hint = "see 12.1: decide by the last part of the name and by the owning module's type, in named_parameters() order."
     check(f"param_groups(a Sequential of {len(model)} layers, {decay}): names in each group",
           lambda: group_names(model, yours.param_groups(model, decay)),
           hint=hint + " A normalisation layer's parameters go in the second group.")
@@ -62,21 +62,21 @@ def param_groups_visible(yours, draw, check):
           hint=hint)
 
 
-@probe("c11_param_groups_hidden")
+@probe("c12_param_groups_hidden")
 def param_groups_hidden(yours, draw, check):
     scaled = Scaled(draw.int(2, 4), draw.coin(), draw.name(), draw.coin())
     decay = draw.choice([0.1, 0.2, 0.3])
     check(f"param_groups(Scaled(), {decay}): names in each group (gain is a 1-D weight of the model itself; head is "
           "shared, also named tail; body holds a BatchNorm1d)",
           lambda: group_names(scaled, yours.param_groups(scaled, decay)),
-          hint="see 11.1: gain is chosen by name, not by shape: it belongs in the first group; each parameter "
+          hint="see 12.1: gain is chosen by name, not by shape: it belongs in the first group; each parameter "
                "appears once (named_parameters() yields a shared module's parameters once); a normalisation "
                "layer's parameters go in the second group; each group lists its parameters in named_parameters() "
                "order.")
     check("every parameter of the model is in a group as the object itself, not a copy",
           lambda: (lambda groups: [any(p is q for g in groups for p in g["params"]) for q in scaled.parameters()])(
               yours.param_groups(scaled, decay)),
-          hint="see 11.1: the groups must hold the model's parameter objects themselves, not copies.")
+          hint="see 12.1: the groups must hold the model's parameter objects themselves, not copies.")
 
 
 # -- Exercise 2: SGD ----------------------------------------------------------------------------------------------------
@@ -105,10 +105,10 @@ def run_steps(optimizer_class, drawn, **options):
     return history
 
 
-HINT_SGD = "see 11.2: g = grad + wd * p; buffer = copy of g, then m * buffer + g; p -= lr * buffer, in place."
+HINT_SGD = "see 12.2: g = grad + wd * p; buffer = copy of g, then m * buffer + g; p -= lr * buffer, in place."
 
 
-@probe("c11_sgd_visible")
+@probe("c12_sgd_visible")
 def sgd_visible(yours, draw, check):
     lr = draw.choice([0.1, 0.05, 0.2])
     drawn = draw_steps(draw, 3)
@@ -120,13 +120,13 @@ def sgd_visible(yours, draw, check):
           "second group without decay", lambda: run_steps(yours.SGD, drawn, **options), close=True, hint=HINT_SGD)
 
 
-@probe("c11_sgd_hidden")
+@probe("c12_sgd_hidden")
 def sgd_hidden(yours, draw, check):
     options = dict(lr=draw.choice([0.1, 0.05]), momentum=draw.choice([0.5, 0.9]), weight_decay=0.1)
     drawn = draw_steps(draw, 4, sparse=True)
     check("four steps of SGD with momentum where some parameters have no gradient at some steps (grad is None)",
           lambda: run_steps(yours.SGD, drawn, **options), close=True,
-          hint="see 11.2: a parameter whose grad is None is skipped this step (no update, its buffer untouched).")
+          hint="see 12.2: a parameter whose grad is None is skipped this step (no update, its buffer untouched).")
     start, grad = draw.array(2), draw.array(2)
     loss = float(draw.int(1, 99))
 
@@ -141,7 +141,7 @@ def sgd_hidden(yours, draw, check):
                 np.asarray(p, dtype=np.float64))
     check("two steps with the same gradient, the first with a closure: (step's result, p.grad afterwards, keys of "
           "state[p], p)", two_steps, close=True,
-          hint="see 11.2: step(closure) returns what the closure returns; the momentum buffer must be a copy of the "
+          hint="see 12.2: step(closure) returns what the closure returns; the momentum buffer must be a copy of the "
                "first gradient, not the gradient array itself (step must not change p.grad); state[p] holds the "
                "momentum_buffer.")
 
@@ -155,7 +155,7 @@ def sgd_hidden(yours, draw, check):
         optimizer.zero_grad()
         return after_false, p.grad is None
     check("zero_grad(set_to_none=False) then zero_grad(): ((same array?, p.grad, q.grad is None), p.grad is None)",
-          zeroed, hint="see 11.2: zero_grad(set_to_none=False) fills the same grad arrays with zeros and leaves a None "
+          zeroed, hint="see 12.2: zero_grad(set_to_none=False) fills the same grad arrays with zeros and leaves a None "
                        "grad as None; zero_grad() sets every grad to None by default.")
 
 
@@ -165,7 +165,7 @@ def _prediction(yours):
     return {"params": [[], []], "state": []} if isinstance(yours, Reference) else yours.prediction
 
 
-@probe("c11_predict_indices_visible")
+@probe("c12_predict_indices_visible")
 def predict_indices_visible(yours, draw, check):
     check("your prediction has the form {'params': [[...], [...]], 'state': [...]}",
           lambda: (lambda p: isinstance(p, dict) and sorted(p) == ["params", "state"] and len(p["params"]) == 2)(
@@ -173,7 +173,7 @@ def predict_indices_visible(yours, draw, check):
           hint="see exercise 3: two groups, then the state's keys.")
 
 
-@probe("c11_predict_indices_hidden")
+@probe("c12_predict_indices_hidden")
 def predict_indices_hidden(yours, draw, check):
     check("your prediction holds lists of integers",
           lambda: (lambda p: all(isinstance(i, int) for group in p["params"] for i in group)
@@ -218,7 +218,7 @@ def draw_run(draw):
             draw.shuffled(range(6)), draw.int(1, 5), draw.choice([None, *range(6)]))
 
 
-@probe("c11_state_dict_visible")
+@probe("c12_state_dict_visible")
 def state_dict_visible(yours, draw, check):
     drawn, before, after = draw_run(draw), draw.int(2, 5), draw.int(2, 4)
 
@@ -232,10 +232,10 @@ def state_dict_visible(yours, draw, check):
         return run.train(after)
     check(f"the losses of {after} steps after a restart from your optimizer_state_dict (saved after {before} steps)",
           resumed, close=True,
-          hint="see 11.3: number the parameters 0, 1, 2, ... across the groups and key the state by those numbers.")
+          hint="see 12.3: number the parameters 0, 1, 2, ... across the groups and key the state by those numbers.")
 
 
-@probe("c11_state_dict_hidden")
+@probe("c12_state_dict_hidden")
 def state_dict_hidden(yours, draw, check):
     drawn, steps = draw_run(draw), draw.int(1, 3)
     run = Run(drawn, 0)
@@ -243,15 +243,15 @@ def state_dict_hidden(yours, draw, check):
     params = [p for group in run.optimizer.param_groups for p in group["params"]]
     check("the params of each group in your optimizer_state_dict",
           lambda: [g["params"] for g in yours.optimizer_state_dict(run.optimizer)["param_groups"]],
-          hint="see 11.3: the indices are numbered across the groups, the second group continuing the first.")
+          hint="see 12.3: the indices are numbered across the groups, the second group continuing the first.")
     check("the keys of its state (a frozen parameter has none: only parameters that have state)",
           lambda: sorted(yours.optimizer_state_dict(run.optimizer)["state"], key=repr),
-          hint="see 11.3: the state must be keyed by index, not by id or name.")
+          hint="see 12.3: the state must be keyed by index, not by id or name.")
     check("for each parameter in group order: the state dict under its index is the optimizer's own object",
           lambda: (lambda state: [state.get(i) is run.optimizer.state.get(p) for i, p in enumerate(params)
                                   if p in run.optimizer.state])(yours.optimizer_state_dict(run.optimizer)["state"]),
-          hint="see 11.3: each index maps to that parameter's state dict, the optimizer's own object (not a copy).")
+          hint="see 12.3: each index maps to that parameter's state dict, the optimizer's own object (not a copy).")
     check("each group's options (everything but params)",
           lambda: [{k: v for k, v in g.items() if k != "params"}
                    for g in yours.optimizer_state_dict(run.optimizer)["param_groups"]],
-          hint="see 11.3: each group keeps all its options (lr, betas, weight_decay, ...) next to its params.")
+          hint="see 12.3: each group keeps all its options (lr, betas, weight_decay, ...) next to its params.")

@@ -1,4 +1,4 @@
-"""Chapter 11's param groups: weight decay chosen by name."""
+"""Chapter 12's param groups: weight decay chosen by name."""
 from modulecraft import nn
 
 NORM_LAYERS = (nn.BatchNorm1d,)

@@ -1,4 +1,4 @@
-"""Chapter 10's gradient watcher, built from a module hook and tensor hooks."""
+"""Chapter 11's gradient watcher, built from a module hook and tensor hooks."""
 import numpy as np
 
 

@@ -1,8 +1,8 @@
-"""Typical mistakes in chapter 12 (the capstone); format in README.md."""
+"""Typical mistakes in chapter 13 (the capstone); format in README.md."""
 
 WRONG_IMPLEMENTATIONS = [
     dict(
-        grade_id='c12_crafted',
+        grade_id='c13_crafted',
         mistake='post-order-walk',
         feedback='named_modules of a crafted Sequential',
         edits=[
@@ -14,7 +14,7 @@ WRONG_IMPLEMENTATIONS = [
         ],
     ),
     dict(
-        grade_id='c12_crafted',
+        grade_id='c13_crafted',
         mistake='no-metadata',
         feedback='state_dict keys and metadata',
         edits=[
@@ -23,7 +23,7 @@ WRONG_IMPLEMENTATIONS = [
         ],
     ),
     dict(
-        grade_id='c12_crafted',
+        grade_id='c13_crafted',
         mistake='hooks-skipped',
         feedback='output with a forward hook',
         edits=[
@@ -34,7 +34,7 @@ WRONG_IMPLEMENTATIONS = [
         ],
     ),
     dict(
-        grade_id='c12_train_epoch',
+        grade_id='c13_train_epoch',
         mistake='no-zero-grad',
         feedback='losses of two epochs',
         edits=[
@@ -43,7 +43,7 @@ WRONG_IMPLEMENTATIONS = [
         ],
     ),
     dict(
-        grade_id='c12_train_epoch',
+        grade_id='c13_train_epoch',
         mistake='zero-grad-after-backward',
         feedback='losses of two epochs',
         edits=[
@@ -54,7 +54,7 @@ WRONG_IMPLEMENTATIONS = [
         ],
     ),
     dict(
-        grade_id='c12_train_epoch',
+        grade_id='c13_train_epoch',
         mistake='no-train-mode',
         feedback='training mode after train_epoch',
         edits=[
@@ -63,7 +63,7 @@ WRONG_IMPLEMENTATIONS = [
         ],
     ),
     dict(
-        grade_id='c12_train_epoch',
+        grade_id='c13_train_epoch',
         mistake='not-shuffled',
         feedback='batches of the seeded permutation',
         edits=[
@@ -72,7 +72,7 @@ WRONG_IMPLEMENTATIONS = [
         ],
     ),
     dict(
-        grade_id='c12_accuracy',
+        grade_id='c13_accuracy',
         mistake='no-eval',
         feedback='running statistics changed by accuracy',
         edits=[
@@ -81,7 +81,7 @@ WRONG_IMPLEMENTATIONS = [
         ],
     ),
     dict(
-        grade_id='c12_accuracy',
+        grade_id='c13_accuracy',
         mistake='eval-not-called',
         feedback='running statistics changed by accuracy',
         edits=[
@@ -90,7 +90,7 @@ WRONG_IMPLEMENTATIONS = [
         ],
     ),
     dict(
-        grade_id='c12_accuracy',
+        grade_id='c13_accuracy',
         mistake='graph-recorded',
         feedback='a graph was recorded',
         edits=[
@@ -100,20 +100,20 @@ WRONG_IMPLEMENTATIONS = [
     ),
     # The prediction earns no points (a constant answer cannot be graded securely): its tests check the form only.
     dict(
-        grade_id='c12_predict_hooks',
+        grade_id='c13_predict_hooks',
         mistake='order-as-one-string',
         feedback="your prediction of the hooks' order is a list",
         edits=[('hook_order = ["forward 0", "forward 1", "forward 2", "forward 3", "backward 3", "backward 0"]',
                 'hook_order = "forward 0, forward 1, forward 2, forward 3, backward 3, backward 0"')],
     ),
     dict(
-        grade_id='c12_predict_hooks',
+        grade_id='c13_predict_hooks',
         mistake='grad-input-not-a-tuple',
         feedback="first_layer_grad_input is a tuple",
         edits=[("first_layer_grad_input = (None,)", "first_layer_grad_input = None")],
     ),
     dict(
-        grade_id='c12_statistics',
+        grade_id='c13_statistics',
         mistake='late-binding',
         feedback='keys and lengths of stats after one step',
         edits=[
@@ -122,7 +122,7 @@ WRONG_IMPLEMENTATIONS = [
         ],
     ),
     dict(
-        grade_id='c12_statistics',
+        grade_id='c13_statistics',
         mistake='non-full-backward-hook',
         feedback='need full backward hooks',
         edits=[
@@ -131,7 +131,7 @@ WRONG_IMPLEMENTATIONS = [
         ],
     ),
     dict(
-        grade_id='c12_statistics',
+        grade_id='c13_statistics',
         mistake='grad-input-norm',
         feedback='one training step with the statistics hooks',
         edits=[
@@ -139,7 +139,7 @@ WRONG_IMPLEMENTATIONS = [
         ],
     ),
     dict(
-        grade_id='c12_statistics',
+        grade_id='c13_statistics',
         mistake='input-statistics',
         feedback="mean of the ReLU's output",
         edits=[
@@ -150,7 +150,7 @@ WRONG_IMPLEMENTATIONS = [
         ],
     ),
     dict(
-        grade_id='c12_statistics',
+        grade_id='c13_statistics',
         mistake='backward-handles-dropped',
         feedback='handles of all six hooks',
         edits=[
@@ -159,7 +159,7 @@ WRONG_IMPLEMENTATIONS = [
         ],
     ),
     dict(
-        grade_id='c12_checkpoint',
+        grade_id='c13_checkpoint',
         mistake='optimizer-state-not-loaded',
         feedback='losses of three more steps',
         edits=[
@@ -168,7 +168,7 @@ WRONG_IMPLEMENTATIONS = [
         ],
     ),
     dict(
-        grade_id='c12_checkpoint',
+        grade_id='c13_checkpoint',
         mistake='string-indices',
         feedback='losses of three more steps',
         edits=[
@@ -177,7 +177,7 @@ WRONG_IMPLEMENTATIONS = [
         ],
     ),
     dict(
-        grade_id='c12_checkpoint',
+        grade_id='c13_checkpoint',
         mistake='parameters-only',
         feedback='Missing key(s) in state_dict',
         edits=[
@@ -186,7 +186,7 @@ WRONG_IMPLEMENTATIONS = [
         ],
     ),
     dict(
-        grade_id='c12_checkpoint',
+        grade_id='c13_checkpoint',
         mistake='not-strict',
         feedback='must load the model strictly',
         edits=[
@@ -195,7 +195,7 @@ WRONG_IMPLEMENTATIONS = [
         ],
     ),
     dict(
-        grade_id='c12_checkpoint',
+        grade_id='c13_checkpoint',
         mistake='save-not-written',
         feedback='the files save_checkpoint(model, optimizer, folder) writes in folder',
         edits=[
@@ -211,7 +211,7 @@ WRONG_IMPLEMENTATIONS = [
         ],
     ),
     dict(
-        grade_id='c12_checkpoint',
+        grade_id='c13_checkpoint',
         mistake='writes-nothing',
         feedback='the files save_checkpoint(model, optimizer, folder) writes in folder',
         edits=[
@@ -221,7 +221,7 @@ WRONG_IMPLEMENTATIONS = [
     ),
     # Solutions that hand the exercise back to the reference: while grading, the reference's own is gone.
     dict(
-        grade_id='c12_crafted',
+        grade_id='c13_crafted',
         mistake='delegates-to-reference-crafted',
         feedback='does not exist while grading',
         source=("named_modules = nn.Module.named_modules\ntrain = nn.Module.train\n"
@@ -229,27 +229,27 @@ WRONG_IMPLEMENTATIONS = [
                 "load_state_dict = nn.Module.load_state_dict\n_call_impl = nn.Module._call_impl"),
     ),
     dict(
-        grade_id='c12_train_epoch',
+        grade_id='c13_train_epoch',
         mistake='delegates-to-reference-train-epoch',
         feedback='does not exist while grading',
-        source="from modulecraft.exercises.c12_capstone import train_epoch",
+        source="from modulecraft.exercises.c13_capstone import train_epoch",
     ),
     dict(
-        grade_id='c12_accuracy',
+        grade_id='c13_accuracy',
         mistake='delegates-to-reference-accuracy',
         feedback='does not exist while grading',
-        source="from modulecraft.exercises.c12_capstone import accuracy",
+        source="from modulecraft.exercises.c13_capstone import accuracy",
     ),
     dict(
-        grade_id='c12_statistics',
+        grade_id='c13_statistics',
         mistake='delegates-to-reference-statistics',
         feedback='does not exist while grading',
-        source="from modulecraft.exercises.c12_capstone import attach_statistics",
+        source="from modulecraft.exercises.c13_capstone import attach_statistics",
     ),
     dict(
-        grade_id='c12_checkpoint',
+        grade_id='c13_checkpoint',
         mistake='delegates-to-reference-checkpoint',
         feedback='does not exist while grading',
-        source="from modulecraft.exercises.c12_capstone import save_checkpoint, load_checkpoint",
+        source="from modulecraft.exercises.c13_capstone import save_checkpoint, load_checkpoint",
     ),
 ]
