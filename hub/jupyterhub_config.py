@@ -94,8 +94,11 @@ INSTRUCTOR_CONFIG = write_role_config(
 
 
 def role_environment(spawner):
-    """Instructors get formgrader and the course folder; learners the Assignments panel, and a self-check that
+    """Every home private; instructors get formgrader and the course folder; learners the Assignments panel, and a self-check that
     grades against the released chapters in the exchange (visible tests; the hidden ones stay the instructor's)."""
+    home = Path(os.path.expanduser(f"~{spawner.user.name}"))
+    if home.is_dir():
+        home.chmod(0o700)  # a learner's work in progress is theirs alone (useradd may make homes world-readable)
     environment = spawner.environment
     environment["PATH"] = f"{VENV_BIN}:/usr/local/bin:/usr/bin:/bin"
     if spawner.user.name in INSTRUCTORS:

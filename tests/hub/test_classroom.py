@@ -89,7 +89,7 @@ def test_release_submit_grade_feedback(classroom, browser_context):
     # The instructor: formgrader lists the course's chapters; Generate and Release for two of them.
     teacher.page.goto(f"{teacher.server}/formgrader/manage_assignments")
     for chapter in CHAPTERS:
-        expect(teacher.page.locator("#main-table")).to_contain_text(chapter)
+        expect(teacher.page.locator("#main-table")).to_contain_text(chapter, timeout=60_000)
     for chapter in CHAPTERS:
         assert teacher.post(f"formgrader/api/assignment/{chapter}/assign")["success"]
         assert teacher.post(f"formgrader/api/assignment/{chapter}/release")["success"]
@@ -135,11 +135,11 @@ def test_release_submit_grade_feedback(classroom, browser_context):
         assert (MISTAKE["feedback"] in text) == (role == "bob")
         assert hidden_line not in text and "BEGIN HIDDEN TESTS" not in text
 
-    # What a learner cannot read: another's submission and feedback, the hidden tests, the gradebook.
+    # What a learner cannot read: another's work, submission and feedback, the hidden tests, the gradebook.
     bob = accounts["bob"]
     inbound = exchange / COURSE_ID / "inbound"
     alice_submission = next(p for p in inbound.iterdir() if p.name.startswith(f"{accounts['alice']}+"))
-    for forbidden in [inbound, alice_submission / f"{MISTAKE_CHAPTER}.ipynb", exchange / COURSE_ID / "feedback",
+    for forbidden in [accounts.home("alice") / MISTAKE_CHAPTER / f"{MISTAKE_CHAPTER}.ipynb", inbound, alice_submission / f"{MISTAKE_CHAPTER}.ipynb", exchange / COURSE_ID / "feedback",
                       course_root / "chapters" / MISTAKE_CHAPTER / f"{MISTAKE_CHAPTER}.ipynb",
                       PREFIX / "modulecraft" / "course" / "source" / MISTAKE_CHAPTER / f"{MISTAKE_CHAPTER}.ipynb",
                       course_root / "gradebook.db"]:
