@@ -194,25 +194,27 @@ def run_probe(grade_id: str, yours, seed: int) -> Run:
 
 
 def find(grade_id: str) -> Callable:
-    """The probe of test cell `grade_id` (`cNN_...`: chapter NN's module; any other name: every module)."""
+    """The probe of test cell `grade_id` (every probe module imported once, the first time one is missing)."""
     if grade_id not in _PROBES:
-        try:
-            chapter_module(grade_id.split("_", 1)[0])
-        except LookupError:
-            for info in pkgutil.iter_modules(__path__):
-                importlib.import_module(f"{__name__}.{info.name}")
+        for info in pkgutil.iter_modules(__path__):
+            importlib.import_module(f"{__name__}.{info.name}")
     return _PROBES[grade_id]
 
 
-def chapter_module(prefix: str):
-    """The probe module of a chapter, by its grade-id prefix (`c05`), its folder name (`05_traversal`) or its own
-    name (`c05_traversal`)."""
-    key = prefix.split("_", 1)[0]
+def chapter_module(chapter: str):
+    """The probe module of a chapter: by its folder name (`05_traversal`: module `c05_traversal`, or the module
+    named after the same topic), its own name, or its grade-id prefix (`c05`)."""
+    names = [info.name for info in pkgutil.iter_modules(__path__)]
+    topic = chapter.split("_", 1)[1] if "_" in chapter else None
+    key = chapter.split("_", 1)[0]
     key = key if key.startswith("c") else "c" + key
-    for info in pkgutil.iter_modules(__path__):
-        if info.name.split("_", 1)[0] == key:
-            return importlib.import_module(f"{__name__}.{info.name}")
-    raise LookupError(f"no probes for chapter {prefix!r} in {__name__}")
+    for wanted in (lambda name: name in (chapter, "c" + chapter),
+                   lambda name: topic is not None and name.split("_", 1)[-1] == topic,
+                   lambda name: name.split("_", 1)[0] == key):
+        found = [name for name in names if wanted(name)]
+        if found:
+            return importlib.import_module(f"{__name__}.{found[0]}")
+    raise LookupError(f"no probes for chapter {chapter!r} in {__name__}")
 
 
 def yours_of(chapter: str) -> dict[str, str]:

@@ -64,11 +64,13 @@ def test_every_exercise_has_visible_and_hidden_tests_and_points_add_up(chapter):
 
 
 def test_every_exercise_has_two_wrong_implementations(chapter):
-    exercises = solution_ids(read_notebook(chapter))
+    nb = read_notebook(chapter)
+    graded = graded_cells(nb)
+    exercises = [s for s in solution_ids(nb) if sum(graded[g] for g in exercise_test_cells(s, graded)) > 0]
     wrong = wrong_implementations(chapter)
     counts = {s: sum(w["grade_id"] == s for w in wrong) for s in exercises}
     assert all(n >= 2 for n in counts.values()), f"wrong implementations per exercise: {counts}"
-    assert {w["grade_id"] for w in wrong} <= set(exercises)
+    assert {w["grade_id"] for w in wrong} <= set(solution_ids(nb))
     labels = [w["mistake"] for w in wrong]
     assert len(labels) == len(set(labels)), "mistake labels must be unique within a chapter"
 

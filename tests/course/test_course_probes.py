@@ -56,24 +56,36 @@ def test_probes_are_repeatable_and_leave_no_global_hooks(chapter):
 
 
 def test_the_answer_key_is_gone_from_the_grading_kernels_modulecraft(chapter, tmp_path):
-    """Each name the learner writes is, in the kernel's copy, a seam or a stub: none of the reference's own
-    statements of it is left in that copy's source."""
+    """Each name the learner writes is, in the kernel's copy, a seam (a function whose one statement calls the
+    learner's definition) or a stub class; and none of the reference's own longer statements of it is left
+    anywhere in that copy's file."""
     yours = probes.yours_of(chapter)
     targets = {name: target for name, target in yours.items() if target.startswith("modulecraft.")}
     if not targets:
         pytest.skip("no modulecraft mechanism in this chapter")
     build = answer_key.build(chapter, tmp_path)
     for name, target in targets.items():
-        original = probes.resolve(target)
         module, _, qualname = target.partition(":")
         relative = module.split(".")[1:]
         path = build.joinpath("modulecraft", *relative).with_suffix(".py")
         if not path.exists():
             path = build.joinpath("modulecraft", *relative, "__init__.py")
         text = path.read_text()
-        body = inspect.getsource(original)
-        statements = [ast.unparse(node) for node in ast.walk(ast.parse(textwrap.dedent(body)))
+        replaced = _definition(ast.parse(text), qualname)
+        if isinstance(replaced, ast.ClassDef):
+            assert ast.unparse(replaced.bases[0]).endswith(".Removed"), target
+        else:
+            assert len(replaced.body) == 1 and f".call({name!r}" in ast.unparse(replaced.body[0]), target
+        original = textwrap.dedent(inspect.getsource(probes.resolve(target)))
+        statements = [ast.unparse(node) for node in ast.walk(ast.parse(original))
                       if isinstance(node, (ast.Return, ast.Raise, ast.If, ast.For, ast.While)) and
                       len(ast.unparse(node)) > 40]
-        assert statements, f"{target}: nothing to look for"
         assert not [s for s in statements if s in text], f"{target}: its statements are still in {path}"
+
+
+def _definition(tree: ast.Module, qualname: str):
+    body = tree.body
+    for part in qualname.split("."):
+        (node,) = [n for n in body if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == part]
+        body = node.body
+    return node

@@ -5,7 +5,9 @@ array's dtype in place), there are no devices, Parameter/Buffer are ndarray subc
 and checkpoints are safetensors or .npz + JSON instead of pickles (torch's pickles are read, bfloat16 as float32, but
 never written); backward hooks get plain ndarray gradients; optimizers take arrays that can hold a gradient and do
 not differentiate their step; autograd: plain ndarray gradients and untracked results, a few node names, data
-writes into parameters accepted, writes through plain views unseen, no higher-order gradients; Parameter() of a
+writes into parameters accepted, writes through plain views unseen, no higher-order gradients, in-place changes
+and replays of views only for views made by indexing, no in-place operation of a plain array joining a graph, Python's
+wording for deleting read-only properties; losses: class indices of (N, C) or (C,) inputs only; Parameter() of a
 custom tensor class is a Parameter.
 """
 
@@ -223,3 +225,75 @@ def test_parameter_of_a_custom_tensor_class_is_a_parameter_where_torch_keeps_the
     assert type(theirs) is Custom and isinstance(theirs, torch.nn.Parameter)
     mine = nn.Parameter(np.ones(2, dtype=np.float32).view(Ours))
     assert type(mine) is nn.Parameter and isinstance(mine, nn.Parameter)
+
+
+def test_in_place_changes_of_views_made_otherwise_than_by_indexing_are_refused():
+    """numpy views do not record how they were made: modulecraft replays (and records in-place changes of) views
+    made by indexing only; torch replays any view. A replayed view's node is the index's (torch: AsStrided)."""
+    import torch
+
+    import modulecraft
+
+    theirs = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True) * 2
+    theirs.T[0] += 1
+    flat = theirs.reshape(4)
+    theirs *= 3
+    assert (flat * 1).grad_fn.next_functions[0][0].name() == "AsStridedBackward0"
+    ours = modulecraft.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True) * 2
+    with pytest.raises(NotImplementedError, match="only for views made by indexing"):
+        ours.T[0] += 1
+    flat = ours.reshape(4)
+    ours *= 3
+    with pytest.raises(NotImplementedError, match="take the view .* after the in-place change"):
+        flat * 1
+    row = ours[0]
+    row += 1
+    assert row.grad_fn.name() == "SelectBackward0"
+
+
+def test_an_in_place_operation_on_a_plain_array_cannot_join_the_graph():
+    """torch makes a plain tensor part of the graph when a tensor that requires grad is added into it in place;
+    a numpy array cannot become a Tensor in place, so modulecraft refuses ``array += tensor`` (and assignment
+    into a plain array, which numpy does without asking us, loses the graph)."""
+    import torch
+
+    import modulecraft
+
+    plain_torch = torch.ones(2)
+    plain_torch += torch.ones(2, requires_grad=True)
+    assert plain_torch.grad_fn.name() == "AddBackward0"
+    tracked = modulecraft.tensor([1.0, 1.0], requires_grad=True)
+    plain = np.ones(2, dtype=np.float32)
+    with pytest.raises(RuntimeError, match="in-place operation on a plain numpy array cannot record the gradient"):
+        plain += tracked
+    plain[0] = tracked[1]
+    assert type(plain) is np.ndarray
+
+
+def test_losses_take_class_indices_of_one_or_two_dimensional_inputs():
+    """torch's cross_entropy also takes class probabilities and (N, C, d1, ...) inputs; modulecraft refuses both."""
+    import torch
+
+    import modulecraft
+
+    torch.nn.functional.cross_entropy(torch.zeros(2, 3), torch.full((2, 3), 1 / 3))
+    torch.nn.functional.cross_entropy(torch.zeros(2, 3, 4), torch.zeros(2, 4, dtype=torch.int64))
+    F = modulecraft.nn.functional
+    with pytest.raises(NotImplementedError, match="class probabilities are not supported"):
+        F.cross_entropy(np.zeros((2, 3), np.float32), np.full((2, 3), 1 / 3, np.float32))
+    with pytest.raises(NotImplementedError, match=r"support \(N, C\) and \(C,\) inputs"):
+        F.cross_entropy(np.zeros((2, 3, 4), np.float32), np.zeros((2, 4), np.int64))
+
+
+def test_deleting_grad_fn_or_is_leaf_says_so_in_pythons_words():
+    """Both raise AttributeError; torch's message names its C class ("is not writable"), ours Python's property
+    ("has no deleter")."""
+    import torch
+
+    import modulecraft
+
+    for name in ("grad_fn", "is_leaf"):
+        with pytest.raises(AttributeError, match="is not writable"):
+            delattr(torch.ones(1, requires_grad=True), name)
+        with pytest.raises(AttributeError, match="has no deleter"):
+            delattr(modulecraft.tensor([1.0], requires_grad=True), name)

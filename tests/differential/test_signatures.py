@@ -20,7 +20,7 @@ MODULE_METHODS = (
 )
 CONSTRUCTORS = (
     "Linear", "LazyLinear", "Identity", "ReLU", "Dropout", "BatchNorm1d", "LazyBatchNorm1d", "Sequential",
-    "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
+    "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "MSELoss", "NLLLoss", "CrossEntropyLoss",
 )
 TENSOR_TYPES = ("Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer")
 GLOBAL_FUNCTIONS = (

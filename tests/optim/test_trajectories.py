@@ -83,3 +83,25 @@ def test_adam_with_any_hyper_parameters(name, lr, beta1, beta2, eps, weight_deca
     after 28 steps in float32, equal to 2e-5 over 100 steps in float64). float32 runs are the fixed cases above."""
     run(name, {"lr": lr, "betas": (beta1, beta2), "eps": eps, "weight_decay": weight_decay, "amsgrad": amsgrad,
                "maximize": maximize}, seed=seed, dtype=np.float64)
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW"])
+@pytest.mark.parametrize("lr_shape", [(), (1,), (1, 1), (1, 1, 1)])
+def test_a_tensor_learning_rate_of_any_one_element_shape_scales_parameters_of_any_shape(name, lr_shape):
+    """torch takes the one element as a scalar: a (1, 1) lr steps a (4,) parameter, and is kept as given."""
+    import torch
+
+    import modulecraft.optim
+
+    pairs = twins(SHAPES + [()], seed=3)
+    lr = np.full(lr_shape, 0.05, dtype=np.float32)
+    options = {"momentum": 0.9} if name == "SGD" else {"weight_decay": 0.1}
+    theirs = getattr(torch.optim, name)([pair.torch for pair in pairs], lr=torch.tensor(lr), **options)
+    ours = getattr(modulecraft.optim, name)([pair.ours for pair in pairs], lr=lr.copy(), **options)
+    rng = np.random.default_rng(4)
+    for step in range(5):
+        feed(pairs, rng)
+        theirs.step()
+        ours.step()
+        assert_same_params(pairs, f"after step {step + 1}")
+    assert ours.param_groups[0]["lr"].shape == tuple(theirs.param_groups[0]["lr"].shape) == lr_shape

@@ -195,30 +195,32 @@ def _as_tuple(values) -> tuple:
 
 
 def _root_edges(outputs: tuple, grad_outputs: tuple) -> tuple[list, list]:
-    """The edges and initial gradients of ``outputs``, with torch's checks and implicit scalar gradient."""
-    from modulecraft.autograd.tensor import Tensor
+    """The edges and initial gradients of ``outputs``, with torch's checks and implicit scalar gradient.
 
-    if len(grad_outputs) != len(outputs):
-        raise RuntimeError(f"grad can be implicitly created only for scalar outputs"
-                           if not grad_outputs else
-                           f"Mismatch in number of gradients: got {len(grad_outputs)} gradients for "
-                           f"{len(outputs)} outputs")
-    edges, grads = [], []
+    As torch, outputs and gradients are paired up as ``zip`` does (extra gradients are ignored), then a
+    missing gradient is an error, then an output that is not in a graph.
+    """
+    from modulecraft.autograd.tensor import is_tracked
+
+    grads = []
     for index, (output, grad) in enumerate(zip(outputs, grad_outputs)):
-        if not isinstance(output, Tensor) or not output._requires_grad:
-            raise RuntimeError(f"element {index} of tensors does not require grad and does not have a grad_fn")
         if grad is None:
-            if output.size != 1:
-                raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            grad = np.ones(output.shape, dtype=output.dtype)
+            if is_tracked(output):
+                if output.size != 1:
+                    raise RuntimeError("grad can be implicitly created only for scalar outputs")
+                grad = np.ones(output.shape, dtype=output.dtype)
         else:
             grad = np.asarray(grad)
-            if grad.shape != output.shape:
+            if grad.shape != np.shape(output):
                 raise RuntimeError(f"Mismatch in shape: grad_output[{index}] has a shape of {grad.shape} and "
-                                   f"output[{index}] has a shape of {output.shape}.")
-        edges.append(output._edge())
+                                   f"output[{index}] has a shape of {np.shape(output)}.")
         grads.append(grad)
-    return edges, grads
+    if len(grads) != len(outputs):
+        raise RuntimeError(f"got {len(outputs)} tensors and {len(grads)} gradients")
+    for index, output in enumerate(outputs):
+        if not is_tracked(output):
+            raise RuntimeError(f"element {index} of tensors does not require grad and does not have a grad_fn")
+    return [output._edge() for output in outputs], grads
 
 
 def _reject_create_graph(create_graph: bool) -> None:
@@ -259,6 +261,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
                              "but got: allow_unused=False.")
     outputs = _as_tuple(outputs)
     inputs = _as_tuple(inputs)
+    if not inputs:
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     grads = _as_tuple(grad_outputs) if grad_outputs is not None else (None,) * len(outputs)
     edges, root_grads = _root_edges(outputs, grads)
     captures: dict = {}

@@ -14,7 +14,7 @@ import numpy as np
 from modulecraft.autograd import grad_mode
 from modulecraft.autograd.graph import Node
 from modulecraft.autograd.ops.elementwise import unbroadcast
-from modulecraft.autograd.tensor import Tensor, edges, result, version_counter
+from modulecraft.autograd.tensor import Tensor, edges, mark_function_view, result, version_counter
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction"]
 
@@ -162,7 +162,7 @@ class Function(metaclass=_FunctionMeta):
                 # in place while grad mode is on (torch's rule).
                 if isinstance(out, Tensor):
                     recorded._vc = version_counter(out)
-                recorded._function_output = (output_nr, cls.__name__)
+                mark_function_view(recorded, output_nr, cls.__name__)
             wrapped.append(recorded)
         saved = ctx._saved = tuple(ctx.to_save)
         if saved:

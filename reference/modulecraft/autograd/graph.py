@@ -166,7 +166,8 @@ class AccumulateGrad(Node):
             np.add(existing, grad, out=existing, casting="unsafe")
         if variable._post_accumulate_grad_hooks is not None:
             for hook in tuple(variable._post_accumulate_grad_hooks.values()):
-                hook(variable)
+                if hook(variable) is not None:
+                    raise RuntimeError("Tensor post accumulate grad hooks should return None.")
         return ()
 
     def _tensor_pre_hooks(self):

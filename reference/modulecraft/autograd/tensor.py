@@ -20,7 +20,14 @@ and raises torch's error when they differ. What numpy does not show us cannot be
 plain ``np.ndarray`` view (``np.asarray(t)[0] = 1``, ``t.data[...] = 0``) and in-place changes of plain
 ndarrays used in a graph; such writes change the gradient silently, as ``.data`` writes do in torch.
 Likewise, numpy converts a *list* of tensors to a plain array without asking us (``np.array([a, b])``,
-``np.add([a, b], 1)``): the result has no graph; ``np.stack([a, b])`` records one.
+``np.add([a, b], 1)``), and so does assigning a tensor into a plain array (``array[0] = t``): the result has
+no graph; ``np.stack([a, b])`` records one. An in-place ufunc on a plain array with a tensor that requires
+grad (``array += t``) is refused: torch would make the plain tensor part of the graph, a numpy array cannot be.
+An in-place change of a view made by indexing (``y[0:2] += 1``, ``y[1][0] = t``) is recorded on the tensor
+it was taken from, as torch's ``CopySlices``, and the view is read back from that tensor's new value (so is
+a view used after the tensor it was taken from changed in place). A view made otherwise (``reshape``,
+``transpose``) of a tensor in a graph may not be changed in place, nor used after that tensor was: numpy
+does not record how to replay it.
 Assigning into a leaf that requires grad (``p[...] = values``, ``p[0] = 1``, ``p.fill(0)``) is a data write
 even with grad mode on (torch raises "a leaf Variable that requires grad is being used in an in-place
 operation" unless under ``no_grad``): existing array code initialises, converts and loads parameters that
@@ -61,7 +68,8 @@ class Tensor(np.ndarray):
     _grad = None
     _vc = None  # version counter: a one-element list shared with recorded views
     _view_base = None  # the tensor a recorded view was taken from
-    _function_output = None  # (output_nr, Function name) for an input a custom Function returned as is
+    _view_index = None  # for a view made by basic indexing: the index (a tuple) that takes it from _view_base
+    _function_output = None  # (output_nr, Function name, version then) for an input a Function returned as is
     _grad_accumulator = None  # weak reference to the AccumulateGrad node of a leaf
     _backward_hooks = None
     _post_accumulate_grad_hooks = None
@@ -89,7 +97,7 @@ class Tensor(np.ndarray):
                     "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().")
             return
         if value and self.dtype.kind not in "fc":
-            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
         self._requires_grad = bool(value)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
@@ -99,6 +107,8 @@ class Tensor(np.ndarray):
     @property
     def grad_fn(self) -> Node | None:
         """The node that produced this tensor (None for leaves)."""
+        if self._view_base is not None and _stale(self):
+            _ops().shaping.regenerate_view(self)
         return self._grad_fn
 
     @property
@@ -213,6 +223,8 @@ class Tensor(np.ndarray):
 
     @data.setter
     def data(self, value) -> None:
+        if not isinstance(value, (np.ndarray, np.generic)):
+            raise TypeError(f"Variable data has to be a tensor, but got {type(value).__name__}")
         value = np.asarray(value)
         if value.shape != self.shape or value.dtype != self.dtype:
             raise RuntimeError("modulecraft can only assign .data of the same shape and dtype "
@@ -226,10 +238,20 @@ class Tensor(np.ndarray):
                                "instead.")
         return self.view(np.ndarray)
 
+    def __delattr__(self, name: str) -> None:
+        refused = _UNDELETABLE.get(name)
+        if refused is not None:
+            raise RuntimeError(refused)
+        super().__delattr__(name)
+
     def _edge(self) -> tuple:
         """The graph edge through which a gradient reaches this tensor."""
         fn = self._grad_fn
         if fn is not None:
+            if self._view_base is not None and _stale(self):
+                fn = _ops().shaping.regenerate_view(self)
+            elif self._function_output is not None:
+                _check_function_view(self)
             return (fn, self._output_nr)
         ref = self._grad_accumulator  # inlined weak_accumulator: this runs for every leaf of every operation
         node = None if ref is None else ref()
@@ -434,6 +456,15 @@ for _name in ("sort", "put", "partition"):
 del _name
 
 
+# torch's errors for ``del tensor.<name>`` (``del tensor.grad`` is allowed: it sets the gradient to None).
+_UNDELETABLE = {
+    "data": "Deleting tensor data is not allowed. Delete tensor instead!",
+    "requires_grad": "requires_grad must be a bool",
+    "_backward_hooks": "Deletion of _backwards_hooks not allowed!",
+    "_post_accumulate_grad_hooks": "Deletion of _post_accumulate_grad_hooks not allowed!",
+}
+
+
 def _rebuild_tensor(cls, data, requires_grad):
     return cls(data, requires_grad)
 
@@ -551,25 +582,64 @@ def save_output(node: Node, out: Tensor) -> None:
     node._versions = ((counter, counter[0]),)
 
 
+_FUNCTION_VIEW_RULE = (
+    "This view was created inside a custom Function (or because an input was returned as-is) and the autograd "
+    "logic to handle view+inplace would override the custom backward associated with the custom Function, leading "
+    "to incorrect gradients. This behavior is forbidden. You can fix this by cloning the output of the custom "
+    "Function.")
+
+
+def mark_function_view(out: Tensor, output_nr: int, function: str) -> None:
+    """Mark ``out``, an output of ``function`` sharing memory with an input, as a view that may not be changed
+    in place, nor used once its base has been (torch's rule for inputs a custom Function returns as is)."""
+    out._function_output = (output_nr, function, version_counter(out)[0])
+
+
+def view_chain(view: Tensor) -> list:
+    """The view, the view it was taken from, ... up to the last one, whose base is no view."""
+    chain = [view]
+    while chain[-1]._view_base._view_base is not None:
+        chain.append(chain[-1]._view_base)
+    return chain
+
+
+def _stale(view: Tensor) -> bool:
+    """Whether the tensor ``view`` was taken from (or one in between) got a new ``grad_fn`` from an in-place
+    change since: the view's own ``grad_fn`` then still reads the old value."""
+    base = view._view_base
+    base_fn = base._grad_fn
+    if base_fn is not None and view._grad_fn.next_functions[0][0] is not base_fn:
+        return True
+    return base._view_base is not None and _stale(base)
+
+
+def _check_function_view(view: Tensor) -> None:
+    """torch's error for using an output of a Function that is a view after its base was changed in place."""
+    output_nr, function, version = view._function_output
+    if view._vc[0] != version and _grad_state.enabled:
+        raise RuntimeError(f"Output {output_nr} of {function} is a view and its base or another view of its base "
+                           f"has been modified inplace. {_FUNCTION_VIEW_RULE}")
+
+
 def _refuse_graph_write(target: Tensor, value) -> None:
     """torch's errors for in-place changes it cannot record on ``target``."""
     if not _grad_state.enabled:
         return
     if target._function_output is not None:
-        output_nr, function = target._function_output
-        raise RuntimeError(
-            f"Output {output_nr} of {function} is a view and is being modified inplace. This view was created "
-            "inside a custom Function (or because an input was returned as-is) and the autograd logic to handle "
-            "view+inplace would override the custom backward associated with the custom Function, leading to "
-            "incorrect gradients. This behavior is forbidden. You can fix this by cloning the output of the custom "
-            "Function.")
+        output_nr, function, _ = target._function_output
+        raise RuntimeError(f"Output {output_nr} of {function} is a view and is being modified inplace. "
+                           f"{_FUNCTION_VIEW_RULE}")
     base = target._view_base
     if base is not None and (base._requires_grad or is_tracked(value)):
-        if base._grad_fn is None:
+        chain = view_chain(target)
+        if chain[-1]._view_base._grad_fn is None:
             raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
                                "operation.")
-        raise NotImplementedError("modulecraft cannot record an in-place change of a view of a tensor that "
-                                  "requires grad; change the tensor itself, or work on a copy")
+        if any(view._view_index is None for view in chain):
+            raise NotImplementedError(
+                "modulecraft records an in-place change of a view of a tensor that requires grad only for views "
+                "made by indexing (y[0:2] += 1); this one comes from reshape, transpose or the like: change the "
+                "tensor itself, or work on a copy")
 
 
 def _ufunc_into(ufunc, method, inputs, raw, out, kwargs, recording):
@@ -592,10 +662,17 @@ def _ufunc_into(ufunc, method, inputs, raw, out, kwargs, recording):
     if len(targets) != 1 or method != "__call__" or not any(x is target for x in inputs):
         raise RuntimeError(f"{ufunc.__name__}(): functions with out=... arguments don't support automatic "
                            "differentiation, but one of the arguments requires grad.")
+    if not isinstance(target, Tensor):  # torch would make the plain tensor part of the graph: numpy cannot
+        raise RuntimeError(
+            f"{ufunc.__name__}(): an in-place operation on a plain numpy array cannot record the gradient of a "
+            "tensor that requires grad: write `array = array + tensor` (a new Tensor), or make the array a "
+            "modulecraft.Tensor first")
     rule = UFUNCS.get(ufunc) if not kwargs else None
     if rule is None:
         raise NotImplementedError(f"numpy.{ufunc.__name__} with out= is not differentiable in modulecraft")
     # Record on a snapshot of the target's old value (backward may need it), then write and rebase.
+    if target._view_base is not None and _stale(target):
+        _ops().shaping.regenerate_view(target)
     snapshot = np.array(target.view(np.ndarray), copy=True).view(Tensor)
     snapshot._requires_grad = target._requires_grad
     snapshot._grad_fn = target._grad_fn
@@ -610,13 +687,26 @@ def _ufunc_into(ufunc, method, inputs, raw, out, kwargs, recording):
 def rebase_in_place(target: Tensor, values, node: Node) -> None:
     """Write ``values`` into ``target`` as the recorded in-place result of ``node`` (torch's ``relu_``, ``+=``).
 
-    ``node`` was recorded on the target's old value; the target now is its output, one version later.
+    ``node`` was recorded on the target's old value; the target now is its output, one version later. A view
+    made by indexing passes the change on to its base (see ``shaping.rebase_view``).
     """
     _refuse_graph_write(target, None)
     if target._grad_fn is None and target._requires_grad and _grad_state.enabled:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     np.copyto(target.view(np.ndarray), values, casting="same_kind")
     version_counter(target)[0] += 1
+    if target._view_base is not None and _grad_state.enabled:
+        _ops().shaping.rebase_view(target, node)
+    else:
+        set_grad_fn(target, node)
+
+
+def set_grad_fn(target: Tensor, node: Node) -> None:
+    """Make ``target`` the output of ``node`` after an in-place change. As in torch, ``retain_grad`` follows the
+    tensor (its ``.grad`` is the gradient of the new value); hooks registered earlier stay with the old value."""
+    if target._retains_grad:
+        del target._grad_fn._hook_tables.retains_grad[target._output_nr]
+        node._hooks().retains_grad[0] = weakref.ref(target)
     target._grad_fn = node
     target._requires_grad = True
     target._output_nr = 0

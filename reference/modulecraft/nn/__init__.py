@@ -6,11 +6,11 @@ see each docstring for where numpy forces a difference.
 
 from modulecraft.nn import functional, init, modules, parameter
 from modulecraft.nn.modules import (BatchNorm1d, CrossEntropyLoss, Dropout, Identity, LazyBatchNorm1d, LazyLinear,
-                                    Linear, Module, ModuleDict, ModuleList, MSELoss, ParameterDict, ParameterList,
-                                    ReLU, Sequential)
+                                    Linear, Module, ModuleDict, ModuleList, MSELoss, NLLLoss, ParameterDict,
+                                    ParameterList, ReLU, Sequential)
 from modulecraft.nn.parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
 
 __all__ = ["functional", "init", "modules", "parameter", "Module", "Parameter", "Buffer", "UninitializedParameter",
            "UninitializedBuffer", "Linear", "LazyLinear", "Identity", "ReLU", "Dropout", "BatchNorm1d",
            "LazyBatchNorm1d", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "MSELoss",
-           "CrossEntropyLoss"]
+           "NLLLoss", "CrossEntropyLoss"]

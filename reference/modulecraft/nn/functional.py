@@ -4,7 +4,8 @@ Each function works on plain arrays (returning plain arrays) and on tensors that
 Tensor whose ``grad_fn`` is the node torch records: ``AddmmBackward0`` for ``linear``, ``ReluBackward0``,
 ``NativeBatchNormBackward0``, ``MseLossBackward0``, ``LogSoftmaxBackward0``, ``NllLossBackward0``...), with
 torch's values and gradients. Not supported (a clear error says so): ``cross_entropy`` with class
-probabilities or ``label_smoothing``, batch norm over more than one spatial dimension.
+probabilities, losses over inputs with more than two dimensions (N, C, d1...), batch norm over more than one
+spatial dimension.
 """
 
 from __future__ import annotations
@@ -295,32 +296,65 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "me
 
 
 class NllLossBackward0(Node):
-    __slots__ = ("target", "weights", "reduction", "total_weight", "shape")
+    """The target, weights and total weight are saved values, as torch saves them (with the input, whose in-place
+    change is caught): a second backward without ``retain_graph`` raises."""
+
+    __slots__ = ("reduction", "shape")
 
     def backward(self, grad):
-        per_sample = self.weights * grad  # grad: one number (mean, sum) or one per sample (none)
+        target, weights, valid, total_weight = self.saved_values()
+        per_sample = weights * grad  # grad: one number (mean, sum) or one per sample (none)
         if self.reduction == "mean":
-            per_sample = per_sample / self.total_weight
+            if total_weight != 0:
+                per_sample = per_sample / total_weight
+            else:  # as torch: ignored samples get zeros, the others 0 / 0
+                with np.errstate(invalid="ignore"):
+                    per_sample = np.where(valid, per_sample / total_weight, 0)
         grad_input = np.zeros(self.shape, dtype=np.result_type(grad))
         if len(self.shape) == 1:
-            grad_input[self.target] = -per_sample
+            grad_input[target] = -per_sample
         else:
-            grad_input[np.arange(self.shape[0]), self.target] = -per_sample
+            grad_input[np.arange(self.shape[0]), target] = -per_sample
         return (grad_input,)
+
+
+# torch's names of the target dtypes nll_loss refuses (it takes int64, "Long", and uint8, "Byte").
+_TORCH_DTYPE_NAMES = {"float16": "Half", "float32": "Float", "float64": "Double", "int8": "Char", "int16": "Short",
+                      "int32": "Int", "bool": "Bool", "uint16": "UInt16", "uint32": "UInt32", "uint64": "UInt64",
+                      "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+
+
+_CLASS_INDEX_DTYPES = (np.dtype(np.int64), np.dtype(np.uint8))
+
+
+def _check_class_indices(input_shape: tuple, target: np.ndarray) -> None:
+    """torch's checks of a class-index target, in torch's order and with its exception types."""
+    target_batch = target.shape[0] if target.ndim else 0
+    if len(input_shape) != 1 and input_shape[0] != target_batch:
+        raise ValueError(f"Expected input batch_size ({input_shape[0]}) to match target batch_size ({target_batch}).")
+    if target.ndim > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if len(input_shape) == 1 and target.ndim == 1 and target.size != 1:
+        raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: {target.size}")
+    if target.dtype not in _CLASS_INDEX_DTYPES:
+        name = _TORCH_DTYPE_NAMES.get(target.dtype.name, target.dtype.name)
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {name}")
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
              reduction: str = "mean"):
-    """Minus the log-probability of each sample's class (``input`` holds log-probabilities, shape (N, C) or (C,))."""
+    """Minus the log-probability of each sample's class (``input`` holds log-probabilities, shape (N, C) or (C,)).
+
+    With ``reduction='mean'`` the sum is divided by the total weight of the samples not ignored: if every
+    sample is ignored, the loss is NaN (0 / 0) and the gradient zeros, as torch's.
+    """
     if size_average is not None or reduce is not None:
         reduction = _legacy_reduction(size_average, reduce)
     raw = np.asarray(plain(input))
     target = np.asarray(plain(target))
-    if target.dtype.kind not in "iu":
-        raise NotImplementedError("nll_loss/cross_entropy in modulecraft take class indices (an integer target); "
-                                  "class probabilities are not supported")
     if raw.ndim not in (1, 2):
         raise NotImplementedError("nll_loss/cross_entropy in modulecraft support (N, C) and (C,) inputs")
+    _check_class_indices(raw.shape, target)
     classes = raw.shape[-1]
     valid = target != ignore_index
     safe_target = np.where(valid, target, 0)
@@ -333,26 +367,63 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = 
     losses = -weights * picked
     total_weight = weights.sum()
     if reduction == "mean":
-        values = losses.sum() / total_weight
+        values = losses.sum() / total_weight if total_weight != 0 else np.nan  # torch's 0 / 0, without a warning
     else:
         values = _reduce(losses, reduction)
     values = np.asarray(values, dtype=raw.dtype)
     if not _recording(input):
         return values
     node = NllLossBackward0(edges((input,)))
-    node.target, node.weights, node.reduction = safe_target, weights, reduction
-    node.total_weight, node.shape = total_weight, raw.shape
+    node.reduction, node.shape = reduction, raw.shape
+    save(node, (input,), (safe_target, weights, valid, total_weight))
     return result(values, node)
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
                   reduction: str = "mean", label_smoothing: float = 0.0):
     """``nll_loss(log_softmax(input, 1), target)`` for class indices: records ``NllLossBackward0`` over
-    ``LogSoftmaxBackward0``, as torch does."""
-    if label_smoothing != 0.0:
-        raise NotImplementedError("cross_entropy with label_smoothing is not supported by modulecraft")
+    ``LogSoftmaxBackward0``, as torch does.
+
+    With ``label_smoothing`` ε in (0, 1], the loss is ``(1 - ε) * nll + ε / C * smooth`` where ``smooth`` is
+    minus the (class-weighted) sum of the log-probabilities over the C classes, reduced as torch reduces it
+    (a mean divides by the total weight of the samples not ignored); a negative ε counts as none, as in torch.
+    Class probabilities as targets are not supported.
+    """
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    if label_smoothing > 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    target = np.asarray(plain(target))
+    if target.dtype.kind == "f" and target.shape == np.shape(plain(input)):
+        raise NotImplementedError("cross_entropy in modulecraft takes class indices (an integer target); class "
+                                  "probabilities are not supported")
     dim = 0 if np.ndim(input) == 1 else 1
-    return nll_loss(log_softmax(input, dim), target, weight, size_average, ignore_index, reduce, reduction)
+    log_probabilities = log_softmax(input, dim)
+    loss = nll_loss(log_probabilities, target, weight, None, ignore_index, None, reduction)
+    if label_smoothing <= 0.0:
+        return loss
+    return _label_smoothed(loss, log_probabilities, target, weight, ignore_index, reduction, label_smoothing, dim)
+
+
+def _label_smoothed(loss, log_probabilities, target, weight, ignore_index, reduction, label_smoothing, dim):
+    """``(1 - ε) * loss + ε / C * smooth``, recorded with the tensor operations (torch's node on top:
+    ``AddBackward0``)."""
+    classes = np.shape(log_probabilities)[dim]
+    valid = target != ignore_index
+    weighted = log_probabilities if weight is None else log_probabilities * plain(weight)
+    smooth = np.where(valid, -weighted.sum(axis=dim), 0)
+    if reduction == "mean":
+        if weight is None:
+            denominator = float(valid.sum())
+        else:
+            denominator = float(np.asarray(plain(weight))[target[valid]].sum())
+        if denominator:
+            smooth = smooth.sum() * (1 / denominator)
+        else:  # torch's 0 / 0: a NaN loss whose gradient is zeros (every sample ignored)
+            smooth = smooth.sum() * 0 + np.nan
+    elif reduction == "sum":
+        smooth = smooth.sum()
+    return loss * (1 - label_smoothing) + smooth * (label_smoothing / classes)
 
 
 def _legacy_reduction(size_average, reduce) -> str:

@@ -7,14 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from modulecraft.optim.optimizer import Optimizer, _check_kernel_flags, _loss_of, _parameter_values
+from modulecraft.optim.optimizer import Optimizer, _check_kernel_flags, _loss_of, _one_element, _parameter_values
 
 __all__ = ["Adam"]
-
-
-def _one_element(value: Any) -> Any:
-    """A 1-element array hyper-parameter as a 0-d array (torch's ``_to_scalar``); anything else unchanged."""
-    return value.reshape(()) if isinstance(value, np.ndarray) and value.ndim != 0 else value
 
 
 class Adam(Optimizer):
@@ -89,7 +84,8 @@ class Adam(Optimizer):
         loss = _loss_of(closure)
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
-            lr, eps, weight_decay, amsgrad = group["lr"], group["eps"], group["weight_decay"], group["amsgrad"]
+            lr, eps, weight_decay, amsgrad = (_one_element(group["lr"]), group["eps"], group["weight_decay"],
+                                              group["amsgrad"])
             maximize, decoupled = group["maximize"], group["decoupled_weight_decay"]
             for param in group["params"]:
                 grad = param.grad

@@ -61,6 +61,12 @@ def _parameter_values(param: Tensor) -> np.ndarray:
     return param.view(np.ndarray)
 
 
+def _one_element(value: Any) -> Any:
+    """A 1-element array hyper-parameter (a tensor ``lr`` of shape (1, 1)...) as a 0-d array, as torch uses it as
+    a scalar: it then scales a parameter of any shape. Anything else unchanged."""
+    return value.reshape(()) if isinstance(value, np.ndarray) and value.ndim != 0 else value
+
+
 def _loss_of(closure: Callable[[], float] | None) -> float | None:
     """What ``closure`` returns, evaluated with grad mode on (as torch's ``step`` does), or None."""
     if closure is None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from modulecraft.optim.optimizer import Optimizer, _check_kernel_flags, _loss_of, _parameter_values
+from modulecraft.optim.optimizer import Optimizer, _check_kernel_flags, _loss_of, _one_element, _parameter_values
 
 __all__ = ["SGD"]
 
@@ -60,7 +60,7 @@ class SGD(Optimizer):
         """One update of every parameter that has a gradient; returns ``closure()``'s loss if given."""
         loss = _loss_of(closure)
         for group in self.param_groups:
-            lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
+            lr, momentum, dampening = _one_element(group["lr"]), group["momentum"], group["dampening"]
             weight_decay, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
             for param in group["params"]:
                 grad = param.grad

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import os
 import re
 import select
@@ -140,10 +141,14 @@ class _Dot:
         self.process = None
 
     def _read(self, process) -> tuple[bytes, bytes]:
-        """Read dot's outputs until the marker's SVG has ended, or dot has."""
-        output, errors = b"", b""
+        """Read dot's outputs until the marker's SVG has ended, or dot has.
+
+        A big drawing's SVG comes in many chunks: they are appended to a bytearray and only the newly read end is
+        searched for the marker, so reading stays linear in the SVG's size."""
+        output, errors = bytearray(), bytearray()
+        marker_seen = False
         open_streams = [process.stdout, process.stderr]
-        while process.stdout in open_streams and not (output.endswith(self.END) and self.MARKER_TITLE in output):
+        while process.stdout in open_streams and not (marker_seen and output.endswith(self.END)):
             ready, _, _ = select.select(open_streams, [], [])
             for stream in ready:
                 chunk = os.read(stream.fileno(), 1 << 16)
@@ -151,12 +156,45 @@ class _Dot:
                     open_streams.remove(stream)
                 elif stream is process.stdout:
                     output += chunk
+                    marker_seen = marker_seen or self.MARKER_TITLE in output[-len(chunk) - len(self.MARKER_TITLE):]
                 else:
                     errors += chunk
-        return output, errors
+        return bytes(output), bytes(errors)
 
 
 _dot = _Dot()
+
+
+def _cached_for_short(quote):
+    """``quote`` (one of graphviz's quoting functions, without its per-call argument check) remembering its answers
+    for short strings: a drawing repeats attribute names, colours, classes and node names thousands of times."""
+    quote = getattr(quote, "__wrapped__", quote)
+    cached = functools.lru_cache(maxsize=1 << 14)(quote)
+
+    def quoted(identifier: str) -> str:
+        # exactly str: graphviz's nohtml() strings are equal to plain ones but quoted differently
+        return cached(identifier) if type(identifier) is str and len(identifier) <= 64 else quote(identifier)
+
+    return quoted
+
+
+_quote = _cached_for_short(graphviz.quoting.quote)
+
+
+def _a_list(label=None, kwargs=None, attributes=None) -> str:
+    """graphviz's ``a_list`` (the text inside ``[...]``), with the cached quoting above."""
+    result = [f"label={_quote(label)}"] if label is not None else []
+    for mapping in (kwargs, attributes):
+        if mapping:
+            items = graphviz._tools.mapping_items(mapping) if hasattr(mapping, "items") else mapping
+            result += [f"{_quote(key)}={_quote(value)}" for key, value in items if value is not None]
+    return " ".join(result)
+
+
+def _attr_list(label=None, kwargs=None, attributes=None) -> str:
+    """graphviz's ``attr_list``: `` [...]``, or nothing when there are no attributes."""
+    content = _a_list(label, kwargs, attributes)
+    return f" [{content}]" if content else ""
 
 
 class Drawing(graphviz.Digraph):
@@ -164,8 +202,14 @@ class Drawing(graphviz.Digraph):
 
     JupyterLab shows ``image/svg+xml`` output as an ``<img>``; HTML output keeps a real ``<svg>`` whose nodes
     can be styled and queried (the steppers and the browser tests rely on it). No ``size`` attribute is set, so
-    nothing is clipped; the wrapper scrolls instead.
+    nothing is clipped; the wrapper scrolls instead. The DOT text is graphviz's, quoted by the same rules with
+    the answers for short strings cached (a 1,000-module tree quotes about 10,000 of them).
     """
+
+    _quote = staticmethod(_quote)
+    _quote_edge = staticmethod(_cached_for_short(graphviz.quoting.quote_edge))
+    _a_list = staticmethod(_a_list)
+    _attr_list = staticmethod(_attr_list)
 
     def svg(self) -> str:
         """Lay the drawing out with ``dot`` and return the SVG text."""

@@ -43,7 +43,7 @@ WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id="c03_register_parameter",
         mistake="no-existing-attribute-check",
-        feedback="mentioning 'already exists'",
+        feedback="an existing attribute may not become a parameter",
         edits=[
             ("    elif hasattr(self, name) and name not in self._parameters:\n"
              "        raise KeyError(f\"attribute '{name}' already exists\")\n"
@@ -102,13 +102,27 @@ WRONG_IMPLEMENTATIONS = [
         grade_id="c03_predict_registration",
         mistake="predicts-child-name-free",
         feedback="register_parameter does not remove it",
-        source='prediction = ["ok", "KeyError", "TypeError", "KeyError", "ok", "KeyError"]',
+        edits=[
+            ("    if hasattr(module, name) and name not in module._parameters:\n",
+             "    if (name in vars(module) or hasattr(type(module), name)) and name not in module._parameters:\n"),
+        ],
     ),
     dict(
         grade_id="c03_predict_registration",
         mistake="predicts-value-checked-first",
         feedback="the name is checked before the value",
-        source='prediction = ["ok", "KeyError", "TypeError", "KeyError", "KeyError", "TypeError"]',
+        source='''
+def predicted_outcome(module, name, value):
+    if value is not None and not isinstance(value, nn.Parameter):
+        return "TypeError"
+    if not isinstance(name, str):
+        return "TypeError"
+    if "." in name or name == "":
+        return "KeyError"
+    if hasattr(module, name) and name not in module._parameters:
+        return "KeyError"
+    return "ok"
+''',
     ),
     dict(
         grade_id="c03_fixed_experts",
@@ -169,5 +183,65 @@ class FixedExperts(nn.Module):
             ("    self._parameters[name] = param",
              "    self._parameters[name] = None if param is None else nn.Parameter(np.array(param))"),
         ],
+    ),
+    dict(
+        grade_id="c03_parameter",
+        mistake="delegates-parameter",
+        feedback="does not exist while grading",
+        source='''
+from modulecraft.exercises import c03_parameters
+
+
+class Parameter(c03_parameters.Parameter):
+    pass
+''',
+    ),
+    dict(
+        grade_id="c03_parameter",
+        mistake="subclasses-nn-parameter",
+        feedback="through __array_finalize__",
+        source='''
+class Parameter(nn.Parameter):
+    pass
+''',
+    ),
+    dict(
+        grade_id="c03_register_parameter",
+        mistake="delegates-register-parameter",
+        feedback="maximum recursion depth",
+        source='''
+def register_parameter(self, name, param):
+    return nn.Module.register_parameter(self, name, param)
+''',
+    ),
+    dict(
+        grade_id="c03_predict_registration",
+        mistake="delegates-prediction",
+        feedback="does not exist while grading",
+        source="from modulecraft.exercises.c03_parameters import predicted_outcome",
+    ),
+    dict(
+        grade_id="c03_scale",
+        mistake="delegates-scale",
+        feedback="does not exist while grading",
+        source='''
+from modulecraft.exercises import c03_parameters
+
+
+class Scale(c03_parameters.Scale):
+    pass
+''',
+    ),
+    dict(
+        grade_id="c03_fixed_experts",
+        mistake="delegates-fixed-experts",
+        feedback="does not exist while grading",
+        source='''
+from modulecraft.exercises import c03_parameters
+
+
+class FixedExperts(c03_parameters.FixedExperts):
+    pass
+''',
     ),
 ]

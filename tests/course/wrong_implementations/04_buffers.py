@@ -11,7 +11,7 @@ WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id="c04_register_buffer",
         mistake="no-existing-attribute-check",
-        feedback="mentioning 'already exists'",
+        feedback="an existing attribute may not become a buffer",
         edits=[
             ("    elif hasattr(self, name) and name not in self._buffers:\n"
              "        raise KeyError(f\"attribute '{name}' already exists\")\n",
@@ -21,7 +21,7 @@ WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id="c04_register_buffer",
         mistake="non-persistent-not-stored",
-        feedback="Where 'mask' (persistent=False) lives",
+        feedback="registered with persistent=False lives",
         edits=[
             ("    self._buffers[name] = tensor\n"
              "    if persistent:\n",
@@ -51,7 +51,7 @@ def saved_buffers(module):
     dict(
         grade_id="c04_running_mean",
         mistake="plain-attribute",
-        feedback="Buffers of RunningMean(2)",
+        feedback="Buffers of RunningMean(",
         edits=[
             ("        self.register_buffer(\"running_mean\", np.zeros(features, dtype=np.float32))\n"
              "        self.register_buffer(\"num_batches_tracked\", np.array(0, dtype=np.int64))\n",
@@ -79,30 +79,38 @@ def saved_buffers(module):
     ),
     dict(
         grade_id="c04_predict_state",
-        mistake="predicts-persistence-reset",
-        feedback="assigning a plain array to it keeps that",
-        source='''
-prediction = ["scale", "count", "cache", "total", "norm.weight", "norm.bias", "norm.running_mean", "norm.running_var",
-              "norm.num_batches_tracked"]
-''',
+        mistake="predicts-persistence-ignored",
+        feedback="not persistent=False",
+        edits=[
+            ("             if buffer is not None and name not in module._non_persistent_buffers_set]\n",
+             "             if buffer is not None]\n"),
+        ],
     ),
     dict(
         grade_id="c04_predict_state",
         mistake="predicts-children-first",
         feedback="own parameters first, then own buffers",
         source='''
-prediction = ["norm.weight", "norm.bias", "norm.running_mean", "norm.running_var", "norm.num_batches_tracked",
-              "scale", "count", "total"]
+def predicted_state_keys(module):
+    keys = []
+    for child_name, child in module._modules.items():
+        if child is not None:
+            keys += [child_name + "." + key for key in predicted_state_keys(child)]
+    keys += [name for name, param in module._parameters.items() if param is not None]
+    keys += [name for name, buffer in module._buffers.items()
+             if buffer is not None and name not in module._non_persistent_buffers_set]
+    return keys
 ''',
     ),
     dict(
         grade_id="c04_predict_state",
         mistake="predicts-plain-array-saved",
-        feedback="a plain array attribute is neither a parameter nor a buffer",
-        source='''
-prediction = ["scale", "count", "history", "total", "norm.weight", "norm.bias", "norm.running_mean",
-              "norm.running_var", "norm.num_batches_tracked"]
-''',
+        feedback="a plain array attribute is neither",
+        edits=[
+            ("    for child_name, child in module._modules.items():\n",
+             "    keys += [name for name, value in vars(module).items() if isinstance(value, np.ndarray)]\n"
+             "    for child_name, child in module._modules.items():\n"),
+        ],
     ),
     dict(
         grade_id="c04_fixed_encoding",
@@ -154,5 +162,50 @@ prediction = ["scale", "count", "history", "total", "norm.weight", "norm.bias", 
             ("        name: buffer\n",
              "        name: buffer.copy()\n"),
         ],
+    ),
+    dict(
+        grade_id="c04_register_buffer",
+        mistake="delegates-register-buffer",
+        feedback="maximum recursion depth",
+        source='''
+def register_buffer(self, name, tensor, persistent=True):
+    return nn.Module.register_buffer(self, name, tensor, persistent)
+''',
+    ),
+    dict(
+        grade_id="c04_saved_buffers",
+        mistake="delegates-saved-buffers",
+        feedback="does not exist while grading",
+        source="from modulecraft.exercises.c04_buffers import saved_buffers",
+    ),
+    dict(
+        grade_id="c04_predict_state",
+        mistake="delegates-prediction",
+        feedback="does not exist while grading",
+        source="from modulecraft.exercises.c04_buffers import predicted_state_keys",
+    ),
+    dict(
+        grade_id="c04_running_mean",
+        mistake="delegates-running-mean",
+        feedback="does not exist while grading",
+        source='''
+from modulecraft.exercises import c04_buffers
+
+
+class RunningMean(c04_buffers.RunningMean):
+    pass
+''',
+    ),
+    dict(
+        grade_id="c04_fixed_encoding",
+        mistake="delegates-fixed-encoding",
+        feedback="does not exist while grading",
+        source='''
+from modulecraft.exercises import c04_buffers
+
+
+class FixedEncoding(c04_buffers.FixedEncoding):
+    pass
+''',
     ),
 ]

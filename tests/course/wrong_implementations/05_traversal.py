@@ -66,7 +66,7 @@ WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id='c05_named_members',
         mistake='keeps-none',
-        feedback='named_parameters of Walker',
+        feedback='Members registered as None must be skipped',
         edits=[
             ("            if value is None or id(value) in memo:\n",
              "            if id(value) in memo:\n"),
@@ -142,7 +142,7 @@ WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id='c05_children_and_get_submodule',
         mistake='submodule-no-module-check',
-        feedback='`scale` is not an nn.Module',
+        feedback='a parameter is not a module',
         edits=[
             ("        if not isinstance(module, nn.Module):\n"
              "            raise AttributeError(\"`\" + item + \"` is not an nn.Module\")\n",
@@ -152,7 +152,7 @@ WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id='c05_children_and_get_submodule',
         mistake='submodule-root-name-in-error',
-        feedback='Nav has no attribute `conv`',
+        feedback='a missing step names the module where it failed',
         edits=[
             ("raise AttributeError(module._get_name() + \" has no attribute `\" + item + \"`\")",
              "raise AttributeError(self._get_name() + \" has no attribute `\" + target + \"`\")"),
@@ -161,7 +161,7 @@ WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id='c05_children_and_get_submodule',
         mistake='submodule-empty-path',
-        feedback="get_submodule('') raised",
+        feedback="get_submodule('') returns the module itself",
         edits=[
             ("    if target == \"\":\n"
              "        return self\n",
@@ -173,25 +173,29 @@ WRONG_IMPLEMENTATIONS = [
         mistake='predicts-pre-order',
         feedback='the order in which tree.apply(fn) calls fn',
         edits=[
-            ('apply_order = ["leaf", "shared", "left", "shared", "right", "root"]',
-             'apply_order = ["root", "left", "leaf", "shared", "right", "shared"]'),
+            ("    order = []\n", "    order = [module.label]\n"),
+            ("    return order + [module.label]", "    return order"),
         ],
     ),
     dict(
         grade_id='c05_predict_apply',
         mistake='predicts-apply-memo',
-        feedback='the order in which tree.apply(fn) calls fn',
-        edits=[
-            ('apply_order = ["leaf", "shared", "left", "shared", "right", "root"]',
-             'apply_order = ["leaf", "shared", "left", "right", "root"]'),
-        ],
+        feedback='no memo shared across the tree',
+        source='''def predicted_apply_order(module, memo=None):
+    memo = set() if memo is None else memo
+    memo.add(module)
+    order = []
+    for child in module.children():
+        if child not in memo:
+            order.extend(predicted_apply_order(child, memo))
+    return order + [module.label]''',
     ),
     dict(
         grade_id='c05_predict_apply',
-        mistake='predicts-modules-with-duplicates',
-        feedback='its memo skips `shared` the second time',
+        mistake='predicts-children-in-reverse',
+        feedback='the order in which tree.apply(fn) calls fn',
         edits=[
-            ("named_modules_count = 5", "named_modules_count = 6"),
+            ("    for child in module.children():\n", "    for child in reversed(list(module.children())):\n"),
         ],
     ),
     dict(
@@ -249,7 +253,7 @@ def apply(self, fn):
     dict(
         grade_id='c05_modes_and_apply',
         mistake='no-bool-check',
-        feedback="train('yes') is refused",
+        feedback="is refused",
         edits=[
             ("    if not isinstance(mode, bool):\n"
              "        raise ValueError(\"training mode is expected to be boolean\")\n",
@@ -365,7 +369,7 @@ def apply(self, fn):
     dict(
         grade_id='c05_apply_fn',
         mistake='plain-array-stored',
-        feedback='a frozen weight after double()',
+        feedback='a frozen weight after',
         edits=[
             ("        converted = nn.Parameter(applied, param.requires_grad)\n",
              "        converted = applied\n"),
@@ -374,7 +378,7 @@ def apply(self, fn):
     dict(
         grade_id='c05_apply_fn',
         mistake='requires-grad-lost',
-        feedback='a frozen weight after double()',
+        feedback='a frozen weight after',
         edits=[
             ("        converted = nn.Parameter(applied, param.requires_grad)\n",
              "        converted = nn.Parameter(applied)\n"),
@@ -403,11 +407,64 @@ def apply(self, fn):
     dict(
         grade_id='c05_apply_fn',
         mistake='none-not-skipped',
-        feedback='double() with None entries raised',
+        feedback='None parameters and buffers are skipped',
         edits=[
             ("        if param is None:\n"
              "            continue\n",
              ""),
         ],
+    ),
+    dict(
+        grade_id='c05_named_modules',
+        mistake='delegates-named-modules',
+        feedback='maximum recursion depth',
+        source='''def named_modules(self, *args, **kwargs):
+    return nn.Module.named_modules(self, *args, **kwargs)''',
+    ),
+    dict(
+        grade_id='c05_named_members',
+        mistake='delegates-named-members',
+        feedback='maximum recursion depth',
+        source='''def _named_members(self, *args, **kwargs):
+    return nn.Module._named_members(self, *args, **kwargs)''',
+    ),
+    dict(
+        grade_id='c05_children_and_get_submodule',
+        mistake='delegates-children',
+        feedback='maximum recursion depth',
+        source='''def named_children(self):
+    return nn.Module.named_children(self)
+
+
+def get_submodule(self, target):
+    return nn.Module.get_submodule(self, target)''',
+    ),
+    dict(
+        grade_id='c05_predict_apply',
+        mistake='delegates-prediction',
+        feedback='does not exist while grading',
+        source="from modulecraft.exercises.c05_traversal import predicted_apply_order",
+    ),
+    dict(
+        grade_id='c05_modes_and_apply',
+        mistake='delegates-modes',
+        feedback='maximum recursion depth',
+        source='''def train(self, mode=True):
+    return nn.Module.train(self, mode)
+
+
+def eval(self):
+    return nn.Module.eval(self)
+
+
+def apply(self, fn):
+    return nn.Module.apply(self, fn)''',
+    ),
+    dict(
+        grade_id='c05_apply_fn',
+        mistake='delegates-apply-fn',
+        feedback='maximum recursion depth',
+        source='''def _apply(self, fn, recurse=True):
+    return nn.Module._apply(self, fn, recurse)''',
     ),
 ]

@@ -4,7 +4,7 @@ WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id='c06_register_hooks',
         mistake='prepend-ignored',
-        feedback='a pre-hook registered second with prepend=True',
+        feedback='pre-hooks registered with prepend=',
         edits=[
             ("    if prepend:\n"
              "        self._forward_pre_hooks.move_to_end(handle.id, last=False)\n",
@@ -14,7 +14,7 @@ WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id='c06_register_hooks',
         mistake='prepend-moves-to-end',
-        feedback='a pre-hook registered second with prepend=True',
+        feedback='pre-hooks registered with prepend=',
         edits=[
             ("        self._forward_pre_hooks.move_to_end(handle.id, last=False)\n",
              "        self._forward_pre_hooks.move_to_end(handle.id)\n"),
@@ -33,7 +33,7 @@ WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id='c06_register_hooks',
         mistake='side-tables-not-given-to-handle',
-        feedback="tables still holding a forward hook's id after handle.remove()",
+        feedback="tables holding a forward hook's id",
         edits=[
             ("    handle = RemovableHandle(self._forward_hooks,\n"
              "                             extra_dict=[self._forward_hooks_with_kwargs, self._forward_hooks_always_called])\n",
@@ -62,7 +62,7 @@ WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id='c06_register_hooks',
         mistake='global-always-call-in-wrong-table',
-        feedback='a global always_call hook when forward fails',
+        feedback='a global always_call hook',
         edits=[
             ("        registry._global_forward_hooks_always_called[handle.id] = True\n",
              "        registry._global_forward_hooks_with_kwargs[handle.id] = True\n"),
@@ -71,7 +71,7 @@ WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id='c06_register_hooks',
         mistake='global-with-kwargs-forgotten',
-        feedback='a call with a global with_kwargs hook',
+        feedback='register_module_forward_hook(with_kwargs=True',
         edits=[
             ("    if with_kwargs:\n"
              "        registry._global_forward_hooks_with_kwargs[handle.id] = True\n",
@@ -161,7 +161,7 @@ def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
     dict(
         grade_id='c06_run_forward_pre_hooks',
         mistake='no-tuple-wrap',
-        feedback='a plain pre-hook returning a single value',
+        feedback='replaces args by a 1-tuple',
         edits=[
             ("                if not isinstance(result, tuple):\n"
              "                    result = (result,)\n",
@@ -317,7 +317,7 @@ def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
     dict(
         grade_id='c06_registration_hooks',
         mistake='replacement-ignored',
-        feedback='register_parameter(\'w\', ones) with two hooks',
+        feedback='with two hooks (x',
         edits=[
             ("    for hook in registry._global_parameter_registration_hooks.values():\n"
              "        output = hook(self, name, param)\n"
@@ -330,7 +330,7 @@ def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
     dict(
         grade_id='c06_registration_hooks',
         mistake='chain-broken',
-        feedback='register_parameter(\'w\', ones) with two hooks',
+        feedback='with two hooks (x',
         edits=[
             ("    for hook in registry._global_parameter_registration_hooks.values():\n"
              "        output = hook(self, name, param)\n"
@@ -399,7 +399,7 @@ def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
     dict(
         grade_id='c06_call_impl',
         mistake='forward-hook-result-dropped',
-        feedback='a +100 forward hook',
+        feedback='forward hook (forward doubles)',
         edits=[
             ("                result = hook(self, args, output)\n"
              "            if result is not None:\n"
@@ -408,5 +408,26 @@ def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
              "                result = hook(self, args, output)\n"
              "        return output\n"),
         ],
+    ),
+    dict(
+        grade_id='c06_register_hooks',
+        mistake='delegates-to-reference',
+        feedback='does not exist while grading',
+        source='''register_forward_pre_hook = nn.Module.register_forward_pre_hook
+register_forward_hook = nn.Module.register_forward_hook
+register_module_forward_hook = registry.register_module_forward_hook''',
+    ),
+    dict(
+        grade_id='c06_call_impl',
+        mistake='delegates-to-reference-call-impl',
+        feedback='does not exist while grading',
+        source='''_call_impl = nn.Module._call_impl''',
+    ),
+    dict(
+        grade_id='c06_registration_hooks',
+        mistake='delegates-to-reference-registration',
+        feedback='does not exist while grading',
+        source='''register_parameter = nn.Module.register_parameter
+register_buffer = nn.Module.register_buffer''',
     ),
 ]

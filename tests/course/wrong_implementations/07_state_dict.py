@@ -4,7 +4,7 @@ WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id='c07_save_to_state_dict',
         mistake='non-persistent-saved',
-        feedback='keys of Saving().state_dict()',
+        feedback="keys of a Saving module's state_dict",
         edits=[
             ("        if buf is not None and name not in self._non_persistent_buffers_set:\n",
              "        if buf is not None:\n"),
@@ -24,7 +24,7 @@ WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id='c07_save_to_state_dict',
         mistake='buffers-first',
-        feedback='keys of Saving().state_dict()',
+        feedback="keys of a Saving module's state_dict",
         source=r"""
 def _save_to_state_dict(self, destination, prefix, keep_vars):
     for name, buf in self._buffers.items():
@@ -60,7 +60,7 @@ def state_dict(self, *, destination=None, prefix="", keep_vars=False):
     dict(
         grade_id='c07_save_to_state_dict',
         mistake='prefix-without-dot',
-        feedback='keys of Collecting',
+        feedback="keys of a Saving module's state_dict",
         edits=[
             ("            child.state_dict(destination=destination, prefix=prefix + name + \".\", keep_vars=keep_vars)\n",
              "            child.state_dict(destination=destination, prefix=prefix + name, keep_vars=keep_vars)\n"),
@@ -69,7 +69,7 @@ def state_dict(self, *, destination=None, prefix="", keep_vars=False):
     dict(
         grade_id='c07_load_state_dict',
         mistake='no-recursion',
-        feedback='the values were copied into every layer',
+        feedback='every module received the entries under its prefix',
         edits=[
             ("                load(child, child_state_dict, child_prefix)\n",
              "                pass\n"),
@@ -78,7 +78,7 @@ def state_dict(self, *, destination=None, prefix="", keep_vars=False):
     dict(
         grade_id='c07_load_state_dict',
         mistake='unexpected-first',
-        feedback='the lines of that error message',
+        feedback='the lines of the error message of a strict load',
         edits=[
             ("        if unexpected_keys:\n",
              "        if False:\n"),
@@ -92,7 +92,7 @@ def state_dict(self, *, destination=None, prefix="", keep_vars=False):
     dict(
         grade_id='c07_load_state_dict',
         mistake='strict-ignored',
-        feedback='the lines of that error message',
+        feedback='the lines of the error message of a strict load',
         edits=[
             ("    if strict:\n",
              "    if False:\n"),
@@ -186,7 +186,7 @@ def state_dict(self, *, destination=None, prefix="", keep_vars=False):
     dict(
         grade_id='c07_load_state_dict',
         mistake='assign-ignored',
-        feedback="assign=True puts the checkpoint's arrays themselves",
+        feedback='assign=True reaches every module',
         edits=[
             ("        if assign:\n"
              "            local_metadata[\"assign_to_params_buffers\"] = assign\n",
@@ -216,7 +216,7 @@ def state_dict(self, *, destination=None, prefix="", keep_vars=False):
     dict(
         grade_id='c07_own_load',
         mistake='non-persistent-buffers-loaded',
-        feedback='loading Fixed().state_dict() into a Fixed strictly',
+        feedback='into a Fixed strictly',
         edits=[
             ("    local_state = {name: value for name, value in [*self._parameters.items(), *persistent.items()]\n",
              "    local_state = {name: value for name, value in [*self._parameters.items(), *self._buffers.items()]\n"),
@@ -225,7 +225,7 @@ def state_dict(self, *, destination=None, prefix="", keep_vars=False):
     dict(
         grade_id='c07_own_load',
         mistake='no-shape-check',
-        feedback='loading a bias of shape (1,) into the (3,) bias',
+        feedback='loading a bias of shape (1,) into the (',
         edits=[
             ("        if input_param.shape != param.shape:\n", "        if False:\n"),
         ],
@@ -252,7 +252,7 @@ def state_dict(self, *, destination=None, prefix="", keep_vars=False):
     dict(
         grade_id='c07_own_load',
         mistake='assign-skips-shape-check',
-        feedback='assign=True must not put an array of another shape',
+        feedback='assign=True checks the shape too',
         edits=[
             ("        if input_param.shape != param.shape:\n",
              "        if not assign and input_param.shape != param.shape:\n"),
@@ -261,7 +261,7 @@ def state_dict(self, *, destination=None, prefix="", keep_vars=False):
     dict(
         grade_id='c07_iris_net',
         mistake='no-relu',
-        feedback='the logits of the 15 flowers',
+        feedback='drawn flowers after the load',
         edits=[
             ("        return self.out(self.act(self.hidden(x)))\n", "        return self.out(self.hidden(x))\n"),
         ],
@@ -284,5 +284,24 @@ def state_dict(self, *, destination=None, prefix="", keep_vars=False):
         edits=[
             ('TORCH_NAMES = {"0.": "hidden.", "2.": "out."}\n', 'TORCH_NAMES = {"0.": "hidden.", "1.": "out."}\n'),
         ],
+    ),
+    dict(
+        grade_id='c07_save_to_state_dict',
+        mistake='delegates-to-reference',
+        feedback='does not exist while grading',
+        source='''_save_to_state_dict = nn.Module._save_to_state_dict
+state_dict = nn.Module.state_dict''',
+    ),
+    dict(
+        grade_id='c07_load_state_dict',
+        mistake='delegates-to-reference-driver',
+        feedback='does not exist while grading',
+        source='''load_state_dict = nn.Module.load_state_dict''',
+    ),
+    dict(
+        grade_id='c07_own_load',
+        mistake='delegates-to-reference-own-load',
+        feedback='does not exist while grading',
+        source='''load_from_state_dict = nn.Module._load_from_state_dict''',
     ),
 ]

@@ -11,7 +11,7 @@ WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id='c08_materialize',
         mistake='class-not-swapped',
-        feedback='type and shape of Placeholder() after materialize((2, 3))',
+        feedback='type and shape of Placeholder() after materialize(',
         edits=[
             ("\n    self.__class__ = self.cls_to_become", ""),
         ],
@@ -19,7 +19,7 @@ WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id='c08_materialize',
         mistake='dtype-ignored',
-        feedback='after materialize((2,), dtype=np.float64)',
+        feedback='dtype of Placeholder() after materialize(',
         edits=[
             ("    if dtype is not None:\n"
              "        self.dtype = np.dtype(dtype)\n",
@@ -29,7 +29,7 @@ WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id='c08_materialize',
         mistake='int-shape-refused',
-        feedback='materialize(5) raised',
+        feedback='(an int)',
         edits=[
             ("    if isinstance(shape, int):\n"
              "        shape = (shape,)\n",
@@ -117,7 +117,7 @@ WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id='c08_lazy_load_hook',
         mistake='nothing-materialized',
-        feedback='loading an nn.Linear(3, 2) state into LoadingLazy(2)',
+        feedback='state into LoadingLazy(',
         edits=[
             ("                param.materialize(incoming.shape)",
              "                pass"),
@@ -166,7 +166,7 @@ WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id='c08_initialize_parameters',
         mistake='no-reset',
-        feedback='the weights equal the reference LazyLinear',
+        feedback='the weights drawn by reset_parameters',
         edits=[
             ("            self.bias.materialize((self.out_features,))\n"
              "        self.reset_parameters()",
@@ -176,7 +176,7 @@ WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id='c08_initialize_parameters',
         mistake='first-dimension',
-        feedback='in_features and parameter shapes',
+        feedback='in_features, parameter shapes',
         edits=[
             ("    width = np.shape(input)[-1]\n",
              "    width = np.shape(input)[0]\n"),
@@ -185,7 +185,7 @@ WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id='c08_initialize_parameters',
         mistake='always-materialize',
-        feedback='with nothing left to do raised',
+        feedback='with nothing left to do',
         edits=[
             ("    if self.has_uninitialized_params():\n",
              "    if True:\n"),
@@ -194,7 +194,7 @@ WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id='c08_initialize_parameters',
         mistake='no-loaded-branch',
-        feedback='after loading an nn.Linear(3, 2) state',
+        feedback='after loading an nn.Linear(',
         edits=[
             ("\n    if self.in_features == 0:\n"
              "        if width != self.weight.shape[-1]:\n"
@@ -207,7 +207,7 @@ WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id='c08_initialize_parameters',
         mistake='loaded-branch-unchecked',
-        feedback='a first call with 4 features is refused',
+        feedback='features is refused',
         edits=[
             ("        if width != self.weight.shape[-1]:\n"
              "            raise AssertionError(f\"The in_features inferred from input: {width} is not equal to \"\n"
@@ -236,5 +236,29 @@ WRONG_IMPLEMENTATIONS = [
              "        self.in_features = width\n"
              "        self.reset_parameters()"),
         ],
+    ),
+    dict(
+        grade_id='c08_materialize',
+        mistake='delegates-to-reference',
+        feedback='does not exist while grading',
+        source='''materialize = nn.UninitializedParameter.materialize''',
+    ),
+    dict(
+        grade_id='c08_infer_parameters',
+        mistake='delegates-to-reference-infer',
+        feedback='does not exist while grading',
+        source='''_infer_parameters = LazyModuleMixin._infer_parameters''',
+    ),
+    dict(
+        grade_id='c08_lazy_load_hook',
+        mistake='delegates-to-reference-load-hook',
+        feedback='does not exist while grading',
+        source='''_lazy_load_hook = LazyModuleMixin._lazy_load_hook''',
+    ),
+    dict(
+        grade_id='c08_initialize_parameters',
+        mistake='delegates-to-reference-initialize',
+        feedback='does not exist while grading',
+        source='''initialize_parameters = nn.LazyLinear.initialize_parameters''',
     ),
 ]

@@ -17,7 +17,7 @@ from modulecraft.autograd.graph import Node
 from modulecraft.autograd.ops.elementwise import unbroadcast
 from modulecraft.autograd.ops.registry import implements
 from modulecraft.autograd.tensor import (Tensor, _refuse_graph_write, edges, is_tracked, plain, result, save,
-                                         unwrap_key, version_counter)
+                                         set_grad_fn, unwrap_key, version_counter, view_chain)
 
 __all__ = []
 
@@ -127,13 +127,15 @@ class SliceBackward0(_IndexNode):
 
 
 class IndexBackward0(_IndexNode):
-    """Integer arrays may repeat an element: its gradients are added up (``np.add.at``)."""
+    """Integer arrays may repeat an element: its gradients are added up (``np.add.at``). The index is a saved
+    value, as torch saves its index tensors: backward a second time without ``retain_graph`` raises."""
 
     __slots__ = ()
 
     def backward(self, grad):
+        (key,) = self.saved_values()
         full = np.zeros(self.shape, dtype=np.result_type(self.dtype, grad))
-        np.add.at(full, self.key, grad)
+        np.add.at(full, key, grad)
         return (full,)
 
 
@@ -150,17 +152,29 @@ def _index_node_class(key):
     return SliceBackward0 if isinstance(last, slice) else SelectBackward0
 
 
-def getitem(a: Tensor, key):
-    key = unwrap_key(key)
+def _index_node(a: Tensor, key) -> Node:
+    """The node recording ``a[key]``."""
     raw = a.view(np.ndarray)
     node_class = _index_node_class(key)
     node = node_class(edges((a,)))
-    out = raw[key]
     if node_class is UnsqueezeBackward0:
         node.shape = raw.shape
     else:
-        node.shape, node.dtype, node.key = raw.shape, raw.dtype, key
-    return _view_result(out, raw, node, a)
+        node.shape, node.dtype = raw.shape, raw.dtype
+        if node_class is IndexBackward0:
+            node._saved = (key,)
+        else:
+            node.key = key
+    return node
+
+
+def getitem(a: Tensor, key):
+    key = unwrap_key(key)
+    raw = a.view(np.ndarray)
+    out = _view_result(raw[key], raw, _index_node(a, key), a)
+    if out._view_base is not None:
+        out._view_index = key if type(key) is tuple else (key,)
+    return out
 
 
 class CopySlices(Node):
@@ -195,9 +209,43 @@ def setitem(a: Tensor, key, value) -> None:
     raw[key] = plain(value)
     version_counter(a)[0] += 1
     if recording:
-        a._grad_fn = node
-        a._output_nr = 0
-        a._requires_grad = True
+        if a._view_base is not None:
+            rebase_view(a, node)
+        else:
+            set_grad_fn(a, node)
+
+
+def rebase_view(view: Tensor, node: Node) -> None:
+    """``view``, taken by indexing from a tensor in a graph, was changed in place and now holds the output of
+    ``node``: record the change on the tensor it was taken from, as ``base[index] = <new value>`` (torch's
+    ``CopySlices``), and read the view (and the views between) back from that tensor's new value.
+
+    ``_refuse_graph_write`` has checked that every view of the chain was made by indexing.
+    """
+    chain = view_chain(view)
+    for link in chain:
+        copy = CopySlices(edges((link._view_base,)) + ((node, 0),))
+        copy.key, copy.value_shape = link._view_index, link.shape
+        node = copy
+    set_grad_fn(chain[-1]._view_base, node)
+    regenerate_view(view)
+
+
+def regenerate_view(view: Tensor) -> Node:
+    """Read ``view`` (and the views between) again from the current value of the tensor it was taken from,
+    after that tensor changed in place (torch replays the view the same way); return its new ``grad_fn``.
+
+    Only views made by indexing can be replayed: numpy views made otherwise do not record how.
+    """
+    chain = view_chain(view)
+    if any(link._view_index is None for link in chain):
+        raise NotImplementedError(
+            "modulecraft cannot use this view in a graph any more: the tensor it was taken from was changed in "
+            "place since, and only views made by indexing (y[0:2]) can be read again from its new value; take "
+            "the view (reshape, transpose...) after the in-place change")
+    for link in reversed(chain):
+        set_grad_fn(link, _index_node(link._view_base, link._view_index))
+    return view._grad_fn
 
 
 @implements(np.copyto)

@@ -7,8 +7,8 @@ from modulecraft.nn.modules.container import ModuleDict, ModuleList, ParameterDi
 from modulecraft.nn.modules.dropout import Dropout
 from modulecraft.nn.modules.lazy import LazyModuleMixin
 from modulecraft.nn.modules.linear import Identity, LazyLinear, Linear
-from modulecraft.nn.modules.loss import CrossEntropyLoss, MSELoss
+from modulecraft.nn.modules.loss import CrossEntropyLoss, MSELoss, NLLLoss
 
 __all__ = ["Module", "ReLU", "BatchNorm1d", "LazyBatchNorm1d", "ModuleDict", "ModuleList", "ParameterDict",
            "ParameterList", "Sequential", "Dropout", "LazyModuleMixin", "Identity", "LazyLinear", "Linear",
-           "MSELoss", "CrossEntropyLoss"]
+           "MSELoss", "NLLLoss", "CrossEntropyLoss"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from modulecraft.autograd.graph import Node
-from modulecraft.autograd.tensor import Tensor, edges, result, version_counter
+from modulecraft.autograd.tensor import Tensor, edges, mark_function_view, result, version_counter
 
 
 class BackwardHookFunctionBackward(Node):
@@ -47,7 +47,7 @@ def backward_hook_function(tensors: list) -> tuple[list, BackwardHookFunctionBac
             if tensor._requires_grad:
                 out = result(tensor.view(np.ndarray), node, output_nr=output_nr)
                 out._vc = version_counter(tensor)
-                out._function_output = (output_nr, "BackwardHookFunction")
+                mark_function_view(out, output_nr, "BackwardHookFunction")
                 tensor = out
             else:
                 tensor = tensor.detach()

@@ -1,4 +1,5 @@
-"""``MSELoss`` and ``CrossEntropyLoss``: modules around the ``nn.functional`` losses, with torch's signatures.
+"""``MSELoss``, ``NLLLoss`` and ``CrossEntropyLoss``: modules around the ``nn.functional`` losses, with torch's
+signatures.
 
 As in torch, the deprecated ``size_average``/``reduce`` arguments are turned into ``reduction`` (with torch's
 warning), and a class ``weight`` is registered as a buffer (``None`` when not given).
@@ -9,7 +10,7 @@ from __future__ import annotations
 from modulecraft.nn import functional as F
 from modulecraft.nn.modules.module import Module
 
-__all__ = ["MSELoss", "CrossEntropyLoss"]
+__all__ = ["MSELoss", "NLLLoss", "CrossEntropyLoss"]
 
 
 class _Loss(Module):
@@ -32,6 +33,19 @@ class MSELoss(_Loss):
 
     def forward(self, input, target):
         return F.mse_loss(input, target, reduction=self.reduction)
+
+
+class NLLLoss(_WeightedLoss):
+    """Negative log-likelihood of log-probabilities ``input`` (N, C) against class indices ``target`` (N,)."""
+
+    def __init__(self, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
+                 reduction: str = "mean") -> None:
+        super().__init__(weight, size_average, reduce, reduction)
+        self.ignore_index = ignore_index
+
+    def forward(self, input, target):
+        return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
+                          reduction=self.reduction)
 
 
 class CrossEntropyLoss(_WeightedLoss):

@@ -825,20 +825,26 @@ class Module:
     def _apply(self, fn, recurse=True):
         """Replace every parameter, its grad, and every buffer by ``fn(array)`` (children first).
 
+        ``fn`` runs on parameters and their grads under ``no_grad`` (so it may change them in place), on
+        buffers in the caller's grad mode, as in torch.
+
         As in torch, ``fn`` runs for every occurrence of a shared parameter, and a parameter keeps its
         identity when ``fn`` keeps its shape and dtype (the values are copied back into it). Unlike torch, a
         dtype or shape change gives a *new* Parameter object, since numpy arrays cannot change dtype in
         place (see ``_ParameterConversion``); shared parameters stay shared. Hold on to the module, not to
         old parameter objects, across ``float()``/``double()``/``to()``.
         """
+        from modulecraft.autograd.grad_mode import no_grad
+
         if not isinstance(fn, _ParameterConversion):
             fn = _ParameterConversion(fn)
         if recurse:
             for module in self.children():
                 module._apply(fn)
-        for key, param in self._parameters.items():
-            if param is not None:
-                self._parameters[key] = fn.parameter(param)
+        with no_grad():  # as torch: ``fn`` may change a parameter (or its grad) in place without recording it
+            for key, param in self._parameters.items():
+                if param is not None:
+                    self._parameters[key] = fn.parameter(param)
         for key, buf in self._buffers.items():
             if buf is not None:
                 self._buffers[key] = fn(buf)  # a new buffer object each time, as in torch
