@@ -41,10 +41,11 @@ class SandboxedGradingOnly(NbGraderPreprocessor):
                            "and reload this page; generate and release the feedback here afterwards.")
 
 
-def setup(course_root: Path, owner: str, exchange: Path, source: Path, chapters=None) -> Path:
+def setup(course_root: Path, owner: str, exchange: Path, source: Path, selfcheck: Path, chapters=None) -> Path:
     """Make `course_root` an nbgrader course of `owner` (the instructor): the chapters copied into
     `<root>/chapters` (with solutions and hidden tests, readable by the owner alone), and `<root>/exchange` the
-    hub's exchange, which `exchange` becomes (world-writable and sticky, as nbgrader's exchange must be)."""
+    hub's exchange, which `exchange` becomes (world-writable and sticky, as nbgrader's exchange must be).
+    The learners' self-check source is (re)published into `selfcheck` from the course's chapters."""
     from .course import Course
 
     exchange.mkdir(parents=True, exist_ok=True)
@@ -62,7 +63,30 @@ def setup(course_root: Path, owner: str, exchange: Path, source: Path, chapters=
         link.symlink_to(exchange, target_is_directory=True)
     Course(course_root, source=copied)
     give_back(course_root, owner)
+    publish_selfcheck(copied, selfcheck)
     return course_root
+
+
+def publish_selfcheck(chapters: Path, target: Path) -> None:
+    """The chapters as learners' self-check grades them: solutions cleared, tests (visible and hidden) kept.
+
+    A hidden test cell is one line, `run_tests("<id>")`, whose checks are the public probes; what must stay
+    private is the solutions. Without the hidden cells the self-check would count them as failed."""
+    import nbformat
+    from nbgrader.preprocessors import ClearSolutions
+
+    from .config import nbgrader_config
+
+    clear = ClearSolutions(config=nbgrader_config(chapters))
+    for source in sorted(chapters.glob("*/*.ipynb")):
+        if source.stem != source.parent.name:
+            continue
+        notebook, _ = clear.preprocess(nbformat.read(source, as_version=4), {})
+        published = target / source.parent.name / source.name
+        published.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(notebook, published)
+    for path in [target, *target.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
 
 
 def grade(course_root: Path, workers: int | None = None) -> int:
@@ -95,6 +119,8 @@ def main(argv=None) -> int:
     p.add_argument("--exchange", type=Path, default=Path("/srv/nbgrader/exchange"))
     p.add_argument("--source", type=Path, default=None, help="the chapters (default: the repository's course/source)")
     p.add_argument("--chapters", nargs="*", help="copy only these chapters (default: all)")
+    p.add_argument("--selfcheck-source", type=Path, default=Path("/srv/modulecraft-hub/selfcheck"),
+                   help="where learners' self-check finds the chapters without solutions (world-readable)")
     p = sub.add_parser("grade", help="autograde the collected submissions, sandboxed (root)")
     p.add_argument("--course-root", type=Path, required=True)
     p.add_argument("--workers", type=int)
@@ -105,7 +131,7 @@ def main(argv=None) -> int:
     if args.command == "setup":
         from .config import COURSE_SOURCE
         print(setup(args.course_root.resolve(), args.owner, args.exchange, args.source or COURSE_SOURCE,
-                    args.chapters))
+                    args.selfcheck_source, args.chapters))
         return 0
     return grade(args.course_root.resolve(), args.workers)
 

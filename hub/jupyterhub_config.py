@@ -8,6 +8,8 @@
 #                             needs it under the server's root; default ~INSTRUCTOR/modulecraft-course);
 #                             `python -m autograder.hub setup` makes it
 #   MODULECRAFT_EXCHANGE      nbgrader's exchange, shared by everyone (default /srv/nbgrader/exchange)
+#   MODULECRAFT_SELFCHECK_SOURCE  the chapters without solutions that learners' self-check grades against (setup
+#                             publishes them; default $MODULECRAFT_HUB_STATE/selfcheck)
 #   MODULECRAFT_HUB_PREFIX    where scripts/hub-install.sh installed (default /opt/modulecraft-hub)
 #   MODULECRAFT_HUB_STATE     the hub's own files: database, cookie secret, per-role Jupyter config (root only)
 #   MODULECRAFT_HUB_IP, MODULECRAFT_HUB_PORT   where the hub listens (default all addresses, port 8000)
@@ -28,6 +30,7 @@ COURSE_ID = "modulecraft"
 PREFIX = Path(os.environ.get("MODULECRAFT_HUB_PREFIX", "/opt/modulecraft-hub"))
 STATE = Path(os.environ.get("MODULECRAFT_HUB_STATE", "/srv/modulecraft-hub"))
 EXCHANGE = Path(os.environ.get("MODULECRAFT_EXCHANGE", "/srv/nbgrader/exchange"))
+SELFCHECK_SOURCE = Path(os.environ.get("MODULECRAFT_SELFCHECK_SOURCE") or STATE / "selfcheck")
 INSTRUCTORS, LEARNERS = users("MODULECRAFT_INSTRUCTORS"), users("MODULECRAFT_LEARNERS")
 COURSE_ROOT = Path(os.environ.get("MODULECRAFT_COURSE_ROOT")
                    or os.path.expanduser(f"~{INSTRUCTORS[0] if INSTRUCTORS else 'instructor'}/modulecraft-course"))
@@ -94,8 +97,8 @@ INSTRUCTOR_CONFIG = write_role_config(
 
 
 def role_environment(spawner):
-    """Every home private; instructors get formgrader and the course folder; learners the Assignments panel, and a self-check that
-    grades against the released chapters in the exchange (visible tests; the hidden ones stay the instructor's)."""
+    """Every home private; instructors get formgrader and the course folder; learners the Assignments panel, and a
+    self-check that grades against the chapters without solutions (`autograder.hub setup` publishes them)."""
     home = Path(os.path.expanduser(f"~{spawner.user.name}"))
     if home.is_dir():
         home.chmod(0o700)  # a learner's work in progress is theirs alone (useradd may make homes world-readable)
@@ -106,7 +109,7 @@ def role_environment(spawner):
         environment["MODULECRAFT_COURSE_ROOT"] = str(COURSE_ROOT)
     else:
         environment["JUPYTER_CONFIG_PATH"] = str(LEARNER_CONFIG)
-        environment["MODULECRAFT_COURSE_SOURCE"] = str(EXCHANGE / COURSE_ID / "outbound")
+        environment["MODULECRAFT_COURSE_SOURCE"] = str(SELFCHECK_SOURCE)
 
 
 c.Spawner.pre_spawn_hook = role_environment

@@ -70,15 +70,17 @@ class Accounts:
 class Hub:
     """`jupyterhub -f hub/jupyterhub_config.py` on free loopback ports, configured through its environment."""
 
-    def __init__(self, base: Path, instructors: list[str], learners: list[str], course_root: Path, exchange: Path):
+    def __init__(self, base: Path, instructors: list[str], learners: list[str], course_root: Path, exchange: Path,
+                 selfcheck: Path):
         self.base, self.port, self.password = base, free_port(), secrets.token_urlsafe(12)
-        self.exchange = exchange
+        self.exchange, self.selfcheck = exchange, selfcheck
         self.state = base / "hub-state"
         self.state.mkdir()
         self.log = base / "jupyterhub.log"
         env = {**os.environ,
                "MODULECRAFT_INSTRUCTORS": ",".join(instructors), "MODULECRAFT_LEARNERS": ",".join(learners),
                "MODULECRAFT_COURSE_ROOT": str(course_root), "MODULECRAFT_EXCHANGE": str(exchange),
+               "MODULECRAFT_SELFCHECK_SOURCE": str(selfcheck),
                "MODULECRAFT_HUB_PREFIX": str(PREFIX), "MODULECRAFT_HUB_STATE": str(self.state),
                "MODULECRAFT_HUB_IP": "127.0.0.1", "MODULECRAFT_HUB_PORT": str(self.port),
                "MODULECRAFT_HUB_API_PORT": str(free_port()), "MODULECRAFT_PROXY_API_PORT": str(free_port()),

@@ -31,8 +31,9 @@ from solutions import solutions
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(900)]
 
 COURSE_ID = "modulecraft"
-CHAPTERS = ["00_welcome", "01_init_and_call"]
-MISTAKE_CHAPTER = "00_welcome"
+# Two small chapters graded by probes (00 and 01 are not converted to probes yet: their self-check cannot grade).
+CHAPTERS = ["03_parameters", "04_buffers"]
+MISTAKE_CHAPTER = "03_parameters"
 
 
 def wrong_implementation(chapter: str, mistake: str) -> dict:
@@ -43,7 +44,7 @@ def wrong_implementation(chapter: str, mistake: str) -> dict:
     return next(w for w in module.WRONG_IMPLEMENTATIONS if w["mistake"] == mistake)
 
 
-MISTAKE = wrong_implementation(MISTAKE_CHAPTER, "bias-ignored")
+MISTAKE = wrong_implementation(MISTAKE_CHAPTER, "requires-grad-default-false")
 
 
 def answers(chapter: str, released: nbformat.NotebookNode, with_mistake: bool) -> dict[int, str]:
@@ -52,7 +53,9 @@ def answers(chapter: str, released: nbformat.NotebookNode, with_mistake: bool) -
     if with_mistake and chapter == MISTAKE_CHAPTER:
         index = next(i for i, cell in enumerate(released.cells)
                      if cell.metadata.get("nbgrader", {}).get("grade_id") == MISTAKE["grade_id"])
-        typed[index] = MISTAKE["source"].strip()
+        for old, new in MISTAKE["edits"]:
+            assert old in typed[index], old
+            typed[index] = typed[index].replace(old, new)
     return typed
 
 
@@ -64,10 +67,11 @@ def classroom(hub_install):
     hub = None
     try:
         course_root = accounts.home("instructor") / "modulecraft-course"
-        exchange = base / "exchange"
-        run_as(None, PYTHON, "-m", "autograder.hub", "setup", "--course-root", course_root,
-               "--owner", accounts["instructor"], "--exchange", exchange, "--chapters", *CHAPTERS)
-        hub = Hub(base, [accounts["instructor"]], [accounts["alice"], accounts["bob"]], course_root, exchange)
+        exchange, selfcheck = base / "exchange", base / "selfcheck"
+        run_as(None, PYTHON, "-m", "autograder.hub", "setup", "--course-root", course_root, "--owner",
+               accounts["instructor"], "--exchange", exchange, "--selfcheck-source", selfcheck, "--chapters", *CHAPTERS)
+        hub = Hub(base, [accounts["instructor"]], [accounts["alice"], accounts["bob"]], course_root, exchange,
+                  selfcheck)
         yield accounts, hub, course_root, exchange
     finally:
         if hub is not None:
@@ -189,10 +193,10 @@ def answer_through_contents_api(learner: UserSession, chapter: str, with_mistake
 
 
 def learner_environment(learner: UserSession) -> dict[str, str]:
-    """What the hub gives a learner's server: the self-check grades against the released chapters."""
+    """What the hub gives a learner's server: the self-check grades against the chapters without solutions."""
     home = Path("~" + learner.name).expanduser()
     return {"HOME": str(home), "PATH": f"{PYTHON.parent}:/usr/bin:/bin",
-            "MODULECRAFT_COURSE_SOURCE": str(learner.hub.exchange / COURSE_ID / "outbound")}
+            "MODULECRAFT_COURSE_SOURCE": str(learner.hub.selfcheck)}
 
 
 def read_feedback(learner: UserSession, chapter: str) -> str:
