@@ -10,6 +10,7 @@ import json
 import os
 import pwd
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -22,6 +23,7 @@ from playwright.sync_api import BrowserContext, Page, expect
 REPO = Path(__file__).resolve().parents[2]
 PREFIX = Path(os.environ.get("MODULECRAFT_HUB_PREFIX", "/opt/modulecraft-hub"))
 PYTHON = PREFIX / "venv" / "bin" / "python"
+RUNUSER = shutil.which("runuser") or "/usr/sbin/runuser"
 SPAWN_TIMEOUT = 180_000  # milliseconds: a loaded machine starts a single-user server slowly
 
 
@@ -33,7 +35,7 @@ def free_port() -> int:
 
 def run_as(user: str | None, *command, check=True, **kwargs) -> subprocess.CompletedProcess:
     """Run `command` as Unix `user` (root when None), as a person at a terminal would."""
-    prefix = ["runuser", "-u", user, "--"] if user else []
+    prefix = [RUNUSER, "-u", user, "--"] if user else []
     return subprocess.run([*prefix, *map(str, command)], capture_output=True, text=True, check=check, **kwargs)
 
 
@@ -52,6 +54,9 @@ class Accounts:
     def processes(self) -> dict[str, list[int]]:
         return {name: [int(pid) for pid in run_as(None, "pgrep", "-u", name, check=False).stdout.split()]
                 for name in self.names.values()}
+
+    def describe(self, pids: list[int]) -> list[str]:
+        return [run_as(None, "ps", "-o", "pid=,args=", "-p", str(pid), check=False).stdout.strip() for pid in pids]
 
     def remove(self) -> None:
         for name, pids in self.processes().items():

