@@ -84,7 +84,8 @@ def write_role_config(role: str, nbgrader_lines: list[str], server_extensions: d
 
 EXCHANGE_LINES = [f"c.Exchange.root = {str(EXCHANGE)!r}", f"c.CourseDirectory.course_id = {COURSE_ID!r}"]
 # A submission's folder in the exchange's inbound (which nobody can list) gets a random suffix: nbgrader makes its
-# files readable by all, so its name must not be guessable from the learner's name and the time.
+# files readable by all, so its name must not be guessable from the learner's name and the time (nbgrader's
+# default; stated here so that it stays on).
 LEARNER_CONFIG = write_role_config("learner", [*EXCHANGE_LINES, "c.ExchangeSubmit.add_random_string = True"], {}, {})
 INSTRUCTOR_CONFIG = write_role_config(
     "instructor",
