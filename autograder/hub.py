@@ -22,7 +22,6 @@ from pathlib import Path
 
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-DEFAULT_PREFIX = Path(os.environ.get("MODULECRAFT_HUB_PREFIX", "/opt/modulecraft-hub"))
 DEFAULT_COURSE_ROOT = Path("~/modulecraft-course")  # under the instructor's home: formgrader needs it there
 
 

@@ -17,7 +17,6 @@ import json
 import re
 import shutil
 import tempfile
-import time
 from pathlib import Path
 
 import nbformat
