@@ -5,13 +5,16 @@
 # and the setup alone, for instructors and CI:
 #   make setup        what `make lab` installs, without starting JupyterLab
 #   make setup-test   what `make test` installs, without running the tests
+#   make hub          (root) install what the course's JupyterHub needs, in $(HUB_PREFIX): see hub/ and
+#                     course/INSTRUCTORS.md, "The course on JupyterHub"
 # What pip installs, and from where (torch's CPU build on Linux), is in scripts/install.sh.
 
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
+HUB_PREFIX ?= /opt/modulecraft-hub
 
-.PHONY: lab test setup setup-test
+.PHONY: lab test setup setup-test hub
 
 lab: setup
 	$(PY) -m autograder.workspace launch $(ARGS)
@@ -27,6 +30,10 @@ setup-test: $(VENV)/.installed-test
 	@bash scripts/system-packages.sh require graphviz
 	@bash scripts/system-packages.sh optional chromium
 	@bash scripts/system-packages.sh optional openssl
+	@if [ "$$(id -u)" = 0 ]; then bash scripts/hub-install.sh $(HUB_PREFIX); fi  # tests/hub: the classroom test
+
+hub:
+	bash scripts/hub-install.sh $(HUB_PREFIX)
 
 # Stamps are rebuilt whenever pyproject.toml or the install script changes.
 $(VENV)/.installed-runtime: pyproject.toml scripts/install.sh

@@ -1,0 +1,200 @@
+"""A real JupyterHub for a test: Unix accounts, the hub and its proxy on loopback, and a logged-in browser per user.
+
+The hub is the one an instructor installs (`scripts/hub-install.sh`, `hub/jupyterhub_config.py`); only its
+authenticator differs (JupyterHub's dummy one with a random password, instead of the machine's passwords).
+Everything made here (accounts, folders, processes) is removed by `stop()`/`remove()`, by PID and by name.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+from playwright.sync_api import BrowserContext, Page, expect
+
+REPO = Path(__file__).resolve().parents[2]
+PREFIX = Path(os.environ.get("MODULECRAFT_HUB_PREFIX", "/opt/modulecraft-hub"))
+PYTHON = PREFIX / "venv" / "bin" / "python"
+RUNUSER = shutil.which("runuser") or "/usr/sbin/runuser"
+SPAWN_TIMEOUT = 180_000  # milliseconds: a loaded machine starts a single-user server slowly
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def run_as(user: str | None, *command, check=True, **kwargs) -> subprocess.CompletedProcess:
+    """Run `command` as Unix `user` (root when None), as a person at a terminal would."""
+    prefix = [RUNUSER, "-u", user, "--"] if user else []
+    return subprocess.run([*prefix, *map(str, command)], capture_output=True, text=True, check=check, **kwargs)
+
+
+class Accounts:
+    """Unix users made for one test (`useradd -m`) and removed with their homes afterwards."""
+
+    def __init__(self, *roles: str):
+        suffix = secrets.token_hex(3)
+        self.names = {role: f"mc{role[:4]}{suffix}" for role in roles}
+        for name in self.names.values():
+            run_as(None, "useradd", "-m", "-s", "/bin/bash", name)
+
+    def __getitem__(self, role: str) -> str:
+        return self.names[role]
+
+    def processes(self) -> dict[str, list[int]]:
+        return {name: [int(pid) for pid in run_as(None, "pgrep", "-u", name, check=False).stdout.split()]
+                for name in self.names.values()}
+
+    def describe(self, pids: list[int]) -> list[str]:
+        return [run_as(None, "ps", "-o", "pid=,args=", "-p", str(pid), check=False).stdout.strip() for pid in pids]
+
+    def remove(self) -> None:
+        for name, pids in self.processes().items():
+            for pid in pids:  # only processes of the test's own accounts
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        for name in self.names.values():
+            run_as(None, "userdel", "-r", "-f", name, check=False)
+
+    def home(self, role: str) -> Path:
+        return Path(pwd.getpwnam(self[role]).pw_dir)
+
+
+class Hub:
+    """`jupyterhub -f hub/jupyterhub_config.py` on free loopback ports, configured through its environment."""
+
+    def __init__(self, base: Path, instructors: list[str], learners: list[str], course_root: Path, exchange: Path,
+                 selfcheck: Path):
+        self.base, self.port, self.password = base, free_port(), secrets.token_urlsafe(12)
+        self.exchange, self.selfcheck = exchange, selfcheck
+        self.state = base / "hub-state"
+        self.state.mkdir()
+        self.log = base / "jupyterhub.log"
+        env = {**os.environ,
+               "MODULECRAFT_INSTRUCTORS": ",".join(instructors), "MODULECRAFT_LEARNERS": ",".join(learners),
+               "MODULECRAFT_COURSE_ROOT": str(course_root), "MODULECRAFT_EXCHANGE": str(exchange),
+               "MODULECRAFT_SELFCHECK_SOURCE": str(selfcheck),
+               "MODULECRAFT_HUB_PREFIX": str(PREFIX), "MODULECRAFT_HUB_STATE": str(self.state),
+               "MODULECRAFT_HUB_IP": "127.0.0.1", "MODULECRAFT_HUB_PORT": str(self.port),
+               "MODULECRAFT_HUB_API_PORT": str(free_port()), "MODULECRAFT_PROXY_API_PORT": str(free_port()),
+               "MODULECRAFT_HUB_AUTH": "dummy", "MODULECRAFT_HUB_DUMMY_PASSWORD": self.password}
+        self.process = subprocess.Popen([PREFIX / "venv" / "bin" / "jupyterhub", "-f", REPO / "hub" / "jupyterhub_config.py"],
+                                        cwd=self.state, env=env, stdout=self.log.open("w"), stderr=subprocess.STDOUT,
+                                        start_new_session=True)
+        self._wait_until_up()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _wait_until_up(self, timeout: float = 90) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"JupyterHub exited with {self.process.returncode}:\n{self.log.read_text()}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/hub/login", timeout=5) as response:
+                    if response.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.5)
+        self.stop()
+        raise RuntimeError(f"JupyterHub did not answer within {timeout} s:\n{self.log.read_text()}")
+
+    def proxy_pids(self) -> list[int]:
+        pid_file = self.state / "jupyterhub-proxy.pid"
+        return [int(pid_file.read_text())] if pid_file.exists() else []
+
+    def stop(self) -> None:
+        """SIGTERM: JupyterHub stops the users' servers and its proxy before it exits."""
+        proxies = self.proxy_pids()
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        for pid in proxies:
+            _wait_gone(pid)
+
+
+def _wait_gone(pid: int, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and pid_alive(pid):
+        time.sleep(0.2)
+    if pid_alive(pid):
+        os.kill(pid, signal.SIGKILL)
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+class UserSession:
+    """One person's browser on the hub: logged in through the login page, their server's pages and API."""
+
+    def __init__(self, context: BrowserContext, hub: Hub, name: str):
+        self.context, self.hub, self.name = context, hub, name
+        self.page: Page = context.new_page()
+        self.page.set_default_timeout(60_000)
+
+    @property
+    def server(self) -> str:
+        return f"{self.hub.url}/user/{self.name}"
+
+    def log_in(self) -> None:
+        page = self.page
+        page.goto(f"{self.hub.url}/hub/login")
+        page.fill("#username_input", self.name)
+        page.fill("#password_input", self.hub.password)
+        page.click("#login_submit")
+        # The hub spawns the server (its progress page), then sends the browser to JupyterLab.
+        page.wait_for_url(f"{self.server}/lab**", timeout=SPAWN_TIMEOUT)
+        expect(page.locator("#jp-main-dock-panel")).to_be_visible(timeout=SPAWN_TIMEOUT)
+
+    def _xsrf(self) -> str:
+        return next(c["value"] for c in self.context.cookies(self.server + "/") if c["name"] == "_xsrf")
+
+    def get(self, path: str):
+        response = self.page.request.get(f"{self.server}/{path}")
+        assert response.ok, f"GET {path}: {response.status} {response.text()[:500]}"
+        return response.json()
+
+    def post(self, path: str, data=None):
+        """A POST as the page's own scripts send it (the session's cookies and the XSRF header)."""
+        response = self.page.request.post(f"{self.server}/{path}", headers={"X-XSRFToken": self._xsrf()},
+                                          data=json.dumps(data) if data is not None else None)
+        assert response.ok, f"POST {path}: {response.status} {response.text()[:500]}"
+        return response.json()
+
+    def put(self, path: str, data) -> None:
+        response = self.page.request.put(f"{self.server}/{path}", headers={"X-XSRFToken": self._xsrf()},
+                                         data=json.dumps(data))
+        assert response.ok, f"PUT {path}: {response.status} {response.text()[:500]}"
+
+    # What JupyterLab's notebook driver (tests/browser/jupyterlab_driver.Notebook) needs of a server.
+    def page_url(self, path: str) -> str:
+        return f"{self.server}/lab/workspaces/{secrets.token_hex(4)}/tree/{path}"
+
+    def kernel_state(self, notebook: str) -> str | None:
+        for session in self.get("api/sessions"):
+            if session["path"] == notebook:
+                return session["kernel"]["execution_state"]
+        return None
