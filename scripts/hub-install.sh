@@ -24,11 +24,14 @@ command -v npm >/dev/null || { export DEBIAN_FRONTEND=noninteractive
 mkdir -p "$prefix" && chmod 755 "$prefix"
 # The copy: the checkout's files (tracked and new, not ignored ones such as .venv or .grading).
 copy=$prefix/modulecraft
-mkdir -p "$copy"
+# Made anew each time (files the checkout no longer has, such as a renumbered chapter, must not linger), then
+# put in place of the old one.
+rm -rf "$copy.new" && mkdir -p "$copy.new"
 (cd "$checkout" && git ls-files -z --cached --others --exclude-standard | xargs -0 -I{} sh -c 'test -e "{}" && printf "%s\0" "{}"') \
-  | (cd "$checkout" && tar --null -T - -cf -) | tar -xf - -C "$copy" --no-same-owner
-chmod -R a+rX,go-w "$copy"
-chmod 700 "$copy/course/source"  # solutions and hidden tests: the hub's course setup copies them for instructors
+  | (cd "$checkout" && tar --null -T - -cf -) | tar -xf - -C "$copy.new" --no-same-owner
+chmod -R a+rX,go-w "$copy.new"
+chmod 700 "$copy.new/course/source"  # solutions and hidden tests: the hub's course setup copies them for instructors
+rm -rf "$copy" && mv "$copy.new" "$copy"
 
 venv=$prefix/venv
 stamp=$venv/.installed-hub
