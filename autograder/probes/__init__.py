@@ -196,15 +196,22 @@ def run_probe(grade_id: str, yours, seed: int) -> Run:
 def find(grade_id: str) -> Callable:
     """The probe of test cell `grade_id` (every probe module imported once, the first time one is missing)."""
     if grade_id not in _PROBES:
-        for info in pkgutil.iter_modules(__path__):
-            importlib.import_module(f"{__name__}.{info.name}")
+        for name in _module_names():
+            importlib.import_module(f"{__name__}.{name}")
     return _PROBES[grade_id]
+
+
+def _module_names() -> list[str]:
+    """The chapters' probe modules: on disk, and those already imported (a grading kernel gets them imported by its
+    forkserver, and cannot list their folder)."""
+    loaded = {name.rsplit(".", 1)[1] for name in sys.modules if name.startswith(__name__ + ".")}
+    return sorted({info.name for info in pkgutil.iter_modules(__path__)} | loaded)
 
 
 def chapter_module(chapter: str):
     """The probe module of a chapter: by its folder name (`05_traversal`: module `c05_traversal`, or the module
     named after the same topic), its own name, or its grade-id prefix (`c05`)."""
-    names = [info.name for info in pkgutil.iter_modules(__path__)]
+    names = _module_names()
     topic = chapter.split("_", 1)[1] if "_" in chapter else None
     key = chapter.split("_", 1)[0]
     key = key if key.startswith("c") else "c" + key
