@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 import secrets
+from pathlib import Path
 
 import nbformat
 from nbgrader import utils
@@ -30,16 +32,17 @@ FAILED = "TestFailed"
 class Judging:
     chapter: str
     seed: int
+    source: Path | None = None  # the chapter's source notebook: which exercise defines which name
 
 
 current: Judging | None = None  # the submission this process is grading (one at a time per process)
 limits: list[str] = []  # the limits its notebook ran into, read before nbgrader cuts long outputs
 
 
-def start(chapter: str) -> Judging:
-    """Draw a fresh seed for grading one submission of `chapter`."""
+def start(chapter: str, source: Path | None = None) -> Judging:
+    """Draw a fresh seed for grading one submission of `chapter` (whose source notebook is `source`)."""
     global current
-    current = Judging(chapter, secrets.randbits(62))
+    current = Judging(chapter, secrets.randbits(62), source)
     limits.clear()
     return current
 
@@ -51,7 +54,8 @@ def expected(chapter: str, seed: int) -> dict[str, probes.Run]:
     return {grade_id: probes.run_probe(grade_id, reference, seed) for grade_id in probes.grade_ids(chapter)}
 
 
-def judge(grade_id: str, outputs: list, runs: dict[str, probes.Run]) -> str | None:
+def judge(grade_id: str, outputs: list, runs: dict[str, probes.Run], exercises: dict[str, str] | None = None
+          ) -> str | None:
     """Why the test cell `grade_id` fails, in words for the learner, or None when it passes."""
     if grade_id not in runs:
         return "this test cell has no probe in the grader (a course error: tell your instructor)"
@@ -67,8 +71,25 @@ def judge(grade_id: str, outputs: list, runs: dict[str, probes.Run]) -> str | No
     for index, check in enumerate(checks):
         seen = observed[index] if index < len(observed) else None
         if not probes.agrees(check, seen):
-            return probes.explain(check, seen, show_expected=False)
+            return probes.explain(check, seen, show_expected=False, exercises=exercises)
     return None
+
+
+EXERCISE_HEADING = re.compile(r"^###\s+(Exercise\s+\d+)[^:]*:\s*(.*)$", re.MULTILINE)
+DEFINITION = re.compile(r"^(?:def|class)\s+(\w+)|^(\w+)\s*=", re.MULTILINE)
+
+
+def defined_by_exercise(nb) -> dict[str, str]:
+    """Which exercise ("Exercise 2 (`named_members`)") defines each name of the notebook's solution cells."""
+    found, exercise = {}, None
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            heading = EXERCISE_HEADING.search(cell.source)
+            exercise = f"{heading[1]} ({heading[2].strip()})" if heading else exercise
+        elif exercise and utils.is_solution(cell):
+            for match in DEFINITION.finditer(cell.source):
+                found.setdefault(match[1] or match[2], exercise)
+    return found
 
 
 class JudgeTests(NbGraderPreprocessor):
@@ -77,6 +98,7 @@ class JudgeTests(NbGraderPreprocessor):
     def preprocess(self, nb, resources):
         limits[:] = integrity.limits_hit(nb)
         runs = expected(current.chapter, current.seed)
+        exercises = defined_by_exercise(nbformat.read(current.source, as_version=4) if current.source else nb)
         for cell in nb.cells:
             if cell.cell_type != "code" or not utils.is_grade(cell) or utils.is_solution(cell):
                 continue
@@ -85,7 +107,7 @@ class JudgeTests(NbGraderPreprocessor):
             if run_errors:
                 cell.outputs = run_errors[:1]
                 continue
-            why = judge(cell.metadata["nbgrader"]["grade_id"], outputs, runs)
+            why = judge(cell.metadata["nbgrader"]["grade_id"], outputs, runs, exercises)
             cell.outputs = [] if why is None else [
                 nbformat.v4.new_output("error", ename=FAILED, evalue=why, traceback=[f"{FAILED}: {why}"])]
         return nb, resources

@@ -352,7 +352,8 @@ def _autograde(api: NbGraderAPI, root: Path, student: str, chapter: str) -> Outc
         sandbox.kernel_modulecraft = answer_key.build(chapter)
         for attempt in (1, 2):  # a kernel that died or timed out may have been starved by load: once more
             outcome.attempts = attempt
-            sandbox.kernel_env = {probes.SEED_ENV_VAR: str(verdicts.start(chapter).seed)}
+            judging = verdicts.start(chapter, root / "source" / chapter / f"{chapter}.ipynb")
+            sandbox.kernel_env = {probes.SEED_ENV_VAR: str(judging.seed)}
             sandbox.events.clear()
             result = api.autograde(chapter, student, force=True, create=True)
             sandbox.raise_shortage()  # not graded at all (the coordinator lists it as failed), never scored 0

@@ -189,7 +189,10 @@ def run_probe(grade_id: str, yours, seed: int) -> Run:
     from modulecraft.nn.init import manual_seed
     manual_seed(seed % 2**32)
     np.random.seed(seed % 2**32)
-    function(yours, Draw(seed, grade_id), run.check)
+    try:
+        function(yours, Draw(seed, grade_id), run.check)
+    except NotWritten as missing:  # a fixture needed a name the notebook does not define: the checks stop here
+        run.checks.append(Check("the tests' set-up", {"missing": missing.name}))
     return run
 
 
@@ -292,13 +295,17 @@ def same(a, b, close: bool) -> bool:
     return type(a) is type(b) and a == b
 
 
-def explain(expected: Check, observed, *, show_expected: bool) -> str:
+def explain(expected: Check, observed, *, show_expected: bool, exercises: dict[str, str] | None = None) -> str:
     """The feedback of a failed check: what was checked, what the learner's code did, the hint; the expected
-    value only where the learner may see it (learning, on the fixed seed)."""
+    value only where the learner may see it (learning, on the fixed seed). `exercises`: which exercise defines
+    each of the notebook's names, to point a missing one to it."""
     got = describe(observed)
     if isinstance(observed, dict) and "missing" in observed:
-        return (f"{expected.what}\n  Got:  `{observed['missing']}` is not defined. Run the cell of the exercise that "
-                "defines it (and the cells above it), then this test again.")
+        name = observed["missing"]
+        where = f"{exercises[name]}, whose cell defines it" if exercises and name in exercises else \
+            "the exercise that defines it"
+        return (f"{expected.what}\n  Got:  `{name}` is not defined. Run {where} (and the cells above it), then "
+                "this test again.")
     lines = [expected.what]
     if show_expected:
         lines.append(f"  Expected: {describe(expected.observed, expected.phrase)}")

@@ -69,3 +69,18 @@ def test_delegating_to_the_reference_earns_nothing(course, monkeypatch):
     score, printed = _graded(course, "delegates-again")
     assert score == 4
     assert "source of nn.Module.named_modules: the reference's" in printed
+
+
+def test_a_name_never_defined_is_pointed_to_its_exercise(course):
+    """A learner who has not run (or has emptied) an exercise's cell hears which exercise defines the name."""
+    notebook = nbformat.read(course.delegating_notebook, 4)
+    missing = with_cell_replaced(notebook, EXERCISE, "pass")
+    path = course.delegating_notebook.with_name("missing.ipynb")
+    nbformat.write(missing, path)
+    course.submit("missing", CHAPTER, path)
+    course.grade(students=["missing"], chapters=[CHAPTER], force=True)
+    graded = nbformat.read(course.root / "autograded" / "missing" / CHAPTER / f"{CHAPTER}.ipynb", 4)
+    said = [o.evalue for c in graded.cells for o in c.get("outputs", []) if o.output_type == "error"
+            and c.metadata.get("nbgrader", {}).get("grade_id", "").startswith(EXERCISE)]
+    assert said and all("`named_modules` is not defined. Run Exercise 1 (`named_modules`), whose cell defines it"
+                        in text for text in said), said
