@@ -85,20 +85,6 @@ SWALLOWS_INTERRUPTS = "while True:\n    try:\n        while True:\n            p
 MEMORY_BOMB = "hog = []\nwhile True:\n    hog.append(bytearray(50 * 2**20))"
 FORK_LOOP = "import subprocess\nchildren = [subprocess.Popen(['sleep', '120']) for _ in range(200)]"  # bounded
 HUGE_OUTPUT = "for _ in range(100_000):\n    print('spam ' * 40)\n" + GOOD_ADD
-# Observations copied from a run of the probes on the reference (here: the learning seed, which anyone can run):
-# they describe other inputs than the grader's seed draws.
-FORGES_OBSERVATIONS = """
-import autograder.probes as probes
-from IPython.display import display
-def forged(grade_id):
-    run = probes.run_probe(grade_id, probes.Reference(probes.yours_of("90_toy")), probes.LEARNING_SEED)
-    display({probes.MIME: {"grade_id": grade_id, "observed": [c.observed for c in run.checks]}}, raw=True)
-probes.run_tests = forged
-def add(a, b):
-    raise NotImplementedError
-def scale(x, factor):
-    raise NotImplementedError
-"""
 ALWAYS_EQUAL = "class Always:\n    def __eq__(self, other):\n        return True\n\ndef add(a, b):\n    return Always()"
 
 # name: (how the notebook is made, expected total score, status, phrase the report must contain)
@@ -135,7 +121,7 @@ SUBMISSIONS = {
     "sets-trace": (cells(add="import sys\nsys.settrace(lambda *args: None)\n" + GOOD_ADD), 5, "graded", None),
     "rewrites-cells": (cells(add="get_ipython().input_transformers_post.append(lambda lines: ['pass\\n'])\n"
                                  + WRONG_ADD), 0, "graded", None),
-    "forges-observations": (cells(add=FORGES_OBSERVATIONS), 0, "graded", None),
+    # (observations forged from a run of the probes at home: test_defences.py, with and without the seed)
     # A test cell that ends quietly (bdb.BdbQuit, which IPython swallows), or an error cleared after the cell
     # (a post_execute callback), shows no observation: no pass.
     "quits-the-tests": (cells(add="import bdb, autograder.probes\n"
