@@ -12,7 +12,6 @@ the kernel has run, and observations copied from someone else's feedback or note
 from __future__ import annotations
 
 import dataclasses
-import functools
 import re
 import secrets
 from pathlib import Path
@@ -47,7 +46,6 @@ def start(chapter: str, source: Path | None = None) -> Judging:
     return current
 
 
-@functools.lru_cache(maxsize=32)
 def expected(chapter: str, seed: int) -> dict[str, probes.Run]:
     """Every probe of `chapter` run on the reference with `seed`."""
     reference = probes.Reference(probes.yours_of(chapter))
