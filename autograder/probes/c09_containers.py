@@ -110,7 +110,29 @@ def delete(idx):
     return action
 
 
-# -- Exercise 1: indexing and deleting -------------------------------------------------------------------------
+# -- Exercise 1: predict, then run (graded on its form only: a constant answer cannot be graded securely) -------
+@probe("c09_predict_keys_visible")
+def predict_keys_visible(yours, draw, check):
+    check("your prediction: keys_of_slice and keys_after_del are lists of strings",
+          lambda: all(isinstance(keys, list) and all(isinstance(k, str) for k in keys)
+                      for keys in (_prediction(yours, "keys_of_slice", ["?"]),
+                                   _prediction(yours, "keys_after_del", ["?"]))),
+          hint="see 9.2 and 9.3: assign lists such as [\"...\", \"...\"].")
+
+
+@probe("c09_predict_keys_hidden")
+def predict_keys_hidden(yours, draw, check):
+    check("your prediction: decoder_still_an_attribute is True or False",
+          lambda: isinstance(_prediction(yours, "decoder_still_an_attribute", True), bool),
+          hint="see 9.3: assign True or False.")
+
+
+def _prediction(yours, name, form):
+    """The learner's prediction; on the reference, a value of the right form (the reference predicts nothing)."""
+    return form if isinstance(yours, Reference) else getattr(yours, name)
+
+
+# -- Exercise 2: indexing and deleting -------------------------------------------------------------------------
 @probe("c09_sequential_indexing_visible")
 def sequential_indexing_visible(yours, draw, check):
     n = draw.int(3, 5)
@@ -179,28 +201,6 @@ def sequential_indexing_hidden(yours, draw, check):
     check(f"del s[{n + 1}] on {n} modules must raise IndexError (find the key by position, with its check)",
           lambda: fixture.after(lambda: my_sequential(yours)(*fixture.modules), delete(n + 1)),
           hint="see 9.3: self._get_item_by_idx(self._modules.keys(), idx) checks the range.", phrase="out of range")
-
-
-# -- Exercise 2: predict, then run (graded on its form only: a constant answer cannot be graded securely) -------
-@probe("c09_predict_keys_visible")
-def predict_keys_visible(yours, draw, check):
-    check("your prediction: keys_of_slice and keys_after_del are lists of strings",
-          lambda: all(isinstance(keys, list) and all(isinstance(k, str) for k in keys)
-                      for keys in (_prediction(yours, "keys_of_slice", ["?"]),
-                                   _prediction(yours, "keys_after_del", ["?"]))),
-          hint="see 9.2 and 9.3: assign lists such as [\"...\", \"...\"].")
-
-
-@probe("c09_predict_keys_hidden")
-def predict_keys_hidden(yours, draw, check):
-    check("your prediction: decoder_still_an_attribute is True or False",
-          lambda: isinstance(_prediction(yours, "decoder_still_an_attribute", True), bool),
-          hint="see 9.3: assign True or False.")
-
-
-def _prediction(yours, name, form):
-    """The learner's prediction; on the reference, a value of the right form (the reference predicts nothing)."""
-    return form if isinstance(yours, Reference) else getattr(yours, name)
 
 
 # -- Exercise 3: growing ------------------------------------------------------------------------------------------
@@ -372,7 +372,7 @@ def sequential_insert_hidden(yours, draw, check):
                "and insert returns self so calls chain.")
 
 
-# -- Exercise 5: ModuleList.__repr__ --------------------------------------------------------------------------------
+# -- Exercise 5: ModuleList.__repr__ (given as behaviour only) ------------------------------------------------
 def draw_stack(draw, runs):
     """Runs of equal layers (each run a new maker), as a list of fresh modules."""
     makers = [lambda: nn.ReLU(), lambda: nn.Identity(), lambda: nn.Dropout()]
@@ -385,12 +385,19 @@ def draw_stack(draw, runs):
     return [maker() for maker, count in chosen for _ in range(count)]
 
 
+FOLD_HINT = "see 9.5: consecutive children whose reprs are the same text take one line, '(first-last): count x repr'"
+
+
 @probe("c09_modulelist_repr_visible")
 def modulelist_repr_visible(yours, draw, check):
     modules = draw_stack(draw, draw.int(2, 4))
     check(f"repr of MyModuleList of {len(modules)} layers, runs of equal ones among them",
           lambda: repr(my_module_list(yours)(modules)),
-          hint="see 9.5: fold runs of consecutive equal reprs into '(start-end): n x repr'.")
+          hint=FOLD_HINT + "; a child that is not repeated keeps its own line '(i): repr'.")
+    fresh, count = draw.choice([nn.ReLU, nn.Identity, nn.Dropout]), draw.int(2, 4)
+    check(f"repr of MyModuleList of {count} separately built {fresh.__name__}() layers (different objects, equal "
+          "reprs)", lambda: repr(my_module_list(yours)([fresh() for _ in range(count)])),
+          hint=FOLD_HINT + ": equal reprs fold whether or not the children are the same object.")
     check("repr of an empty MyModuleList", lambda: repr(my_module_list(yours)()),
           hint="see 9.5: an empty list prints Name().")
 
@@ -402,6 +409,12 @@ def modulelist_repr_hidden(yours, draw, check):
     check("repr of [A, B, A, ...]: only consecutive equal reprs fold",
           lambda: repr(my_module_list(yours)(apart)),
           hint="see 9.5: only consecutive equal reprs fold; equal but not consecutive children stay separate.")
+    width, outputs = draw.int(1, 4), draw.sample(range(1, 6), 2)
+    same_class = [nn.Linear(width, outputs[0]) for _ in range(draw.int(1, 2))] + [nn.Linear(width, outputs[1])]
+    check(f"repr of {len(same_class)} consecutive Linear layers whose out_features differ "
+          f"({', '.join(str(m.out_features) for m in same_class)})", lambda: repr(my_module_list(yours)(same_class)),
+          hint=FOLD_HINT + ": what folds is equal repr text, not equal classes (Linear(2, 3) and Linear(2, 4) "
+                           "stay apart).")
     size = draw.int(1, 4)
     block = nn.Sequential(nn.Linear(size, size), nn.ReLU())
     copies = draw.int(2, 3)
@@ -411,7 +424,7 @@ def modulelist_repr_hidden(yours, draw, check):
                "(nested indentation).")
     modules = draw_stack(draw, draw.int(2, 3))
     check(f"repr of another MyModuleList of {len(modules)} layers in runs", lambda: repr(my_module_list(yours)(modules)),
-          hint="see 9.5: fold runs of consecutive equal reprs into '(start-end): n x repr', n = end - start + 1.")
+          hint=FOLD_HINT + ", with count = last - first + 1.")
 
 
 # -- Exercise 6: parameter containers and the dicts' update ------------------------------------------------------

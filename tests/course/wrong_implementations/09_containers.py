@@ -262,8 +262,29 @@ def sequential_iadd(self, other):
     dict(
         grade_id='c09_modulelist_repr',
         mistake='count-off-by-one',
-        feedback='fold runs of consecutive equal reprs',
+        feedback='count = last - first + 1',
         edits=[("{end - start + 1} x", "{end - start} x")],
+    ),
+    dict(
+        grade_id='c09_modulelist_repr',
+        mistake='folds-same-class',
+        feedback='what folds is equal repr text, not equal classes',
+        edits=[("        if runs and runs[-1][2] == text:\n",
+                "        if runs and type(self[runs[-1][0]]) is type(self[i]):\n")],
+    ),
+    dict(
+        grade_id='c09_modulelist_repr',
+        mistake='folds-same-object',
+        feedback='equal reprs fold whether or not the children are the same object',
+        edits=[("        if runs and runs[-1][2] == text:\n",
+                "        if runs and self[runs[-1][0]] is self[i]:\n")],
+    ),
+    dict(
+        grade_id='c09_modulelist_repr',
+        mistake='run-of-one-counted',
+        feedback="a child that is not repeated keeps its own line '(i): repr'",
+        edits=[('        line = f"({start}): {text}" if start == end else f"({start}-{end}): {end - start + 1} x {text}"\n',
+                '        line = f"({start}-{end}): {end - start + 1} x {text}"\n')],
     ),
     dict(
         grade_id='c09_modulelist_repr',
