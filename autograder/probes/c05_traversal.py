@@ -333,10 +333,17 @@ def visitor_tree(draw):
 
 @probe("c05_predict_apply_visible")
 def predict_apply_visible(yours, draw, check):
+    """Its form only (0 points): run here, an order would tell the answer before the text does."""
     tree = visitor_tree(draw)
-    check("your predicted_apply_order(tree) gives one label per call of fn",
-          lambda: len(yours.predicted_apply_order(tree)),
-          hint="apply calls fn once per visit: a module under two parents is visited twice.")
+    labels = {module.label for module in tree.modules()}
+
+    def form():
+        predicted = yours.predicted_apply_order(tree)
+        return isinstance(predicted, list) and all(label in labels for label in predicted)
+    check("your predicted_apply_order(tree) returns a list of labels of the tree's modules (its form only: the "
+          "order itself is graded when you submit)", form,
+          hint="return a list of module.label strings, one per call of fn you predict, reading label and "
+               "children() of each module (never calling apply).")
 
 
 @probe("c05_predict_apply_hidden")
