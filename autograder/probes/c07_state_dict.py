@@ -102,10 +102,11 @@ def save_to_state_dict_visible(yours, draw, check):
                                           head: nn.Linear(hidden, 1)})
     check("keys of a Saving module's state_dict (two parameters, a None one, a persistent and a non-persistent "
           "buffer, a Linear child, registered in a drawn order)", lambda: list(make_saving().state_dict()),
-          hint="see 7.1: parameters first, then persistent buffers; skip None and names in "
-               "_non_persistent_buffers_set.")
+          hint="see 7.1 and 7.2: the module's own parameters, then its persistent buffers (skip None and names in "
+               "_non_persistent_buffers_set), then its children's entries.")
     check("value types without keep_vars", lambda: [type(v).__name__ for v in make_saving().state_dict().values()],
-          hint="see 7.1: without keep_vars store value.view(np.ndarray), a plain array sharing memory.")
+          hint="see 7.1: without keep_vars store value.view(np.ndarray): a plain ndarray viewing the same memory "
+               "(not the Parameter object itself, and not a copy).")
     check(f"keys of Collecting({body}=Sequential(Linear, BatchNorm1d), {head}=Linear).state_dict()",
           lambda: list(collecting().state_dict()),
           hint="see 7.2: record the metadata, save your own entries, then call each child's state_dict with "
@@ -119,6 +120,7 @@ def save_to_state_dict_visible(yours, draw, check):
 def save_to_state_dict_hidden(yours, draw, check):
     make_saving, weight = saving_module(yours, draw)
     prefix, net, child, hole = draw.name() + ".", draw.name(), draw.name(), draw.name()
+    own, buffer_name, first, second = draw.names(4)
     value = float(draw.int(3, 9))
 
     class Collecting(nn.Module):
@@ -132,14 +134,22 @@ def save_to_state_dict_hidden(yours, draw, check):
           "its business, and keep_vars=True stores the Parameter object itself: (keys, the weight is the Parameter)",
           kept, hint="see 7.1: destination[prefix + name] = param if keep_vars else param.view(np.ndarray).")
 
-    def viewed():
+    def written_through():
         module, into = make_saving(), {}
         module._save_to_state_dict(into, "", False)
         into[weight][0] = value
-        return float(module._parameters[weight][0]), [str(v.dtype) for v in into.values()]
-    check("The stored array must share memory with the parameter (a view), and buffers keep their dtype: (the "
-          "parameter after writing into the saved array, dtypes)", viewed,
-          hint="see 7.1: value.view(np.ndarray) shares memory and keeps the dtype.")
+        return float(module._parameters[weight][0])
+    check(f"The saved array must be a view of the parameter, not a copy: the parameter's first value after writing "
+          f"{value} into the saved array", written_through,
+          hint="see 7.1: value.view(np.ndarray) views the parameter's own memory; np.array(value), value.copy() or "
+               "value.astype(...) make a copy, and writing into a checkpoint entry must write into the model.")
+
+    def dtypes():
+        module, into = make_saving(), {}
+        module._save_to_state_dict(into, "", False)
+        return [str(v.dtype) for v in into.values()]
+    check("The saved arrays keep their dtypes (float32 parameters, an int64 buffer): dtypes", dtypes,
+          hint="see 7.1: value.view(np.ndarray) keeps the dtype; convert nothing.")
 
     def root():
         return type(with_children(Collecting, {child: nn.Linear(1, 1)}).state_dict()).__name__
@@ -154,6 +164,27 @@ def save_to_state_dict_hidden(yours, draw, check):
     check(f"A destination passed in to state_dict is filled (keys starting with the prefix {net + '.'!r}) and "
           "returned; metadata keys are the prefixes without their trailing dot: (returned it, keys, metadata keys)",
           passed_in, hint="see 7.2: fill and return the destination you were given.")
+
+    def own_and_children():
+        module = Collecting()
+        setattr(module, child, nn.Linear(1, 1))  # registered before the module's own entries: the walk decides
+        setattr(module, own, nn.Parameter(np.ones(1, dtype=np.float32)))
+        module.register_buffer(buffer_name, np.zeros(1, dtype=np.float32))
+        return list(module.state_dict())
+    check(f"A module with its own parameter {own!r} and buffer {buffer_name!r} (registered after its child "
+          f"{child!r}): state_dict keys; its own entries come first, then each child's", own_and_children,
+          hint="see 7.2: save the module's own entries (self._save_to_state_dict) before calling the children's "
+               "state_dict, whatever order they were registered in.")
+
+    def shared_twice():
+        layer = nn.Linear(1, 1)
+        module = with_children(Collecting, {first: layer, second: layer})
+        state = module.state_dict()
+        return list(state), list(state._metadata)
+    check(f"A Linear registered twice, as {first!r} and {second!r}: (state_dict keys, metadata keys); state_dict "
+          "has no memo, a module is saved once per path", shared_twice,
+          hint="see 7.2 and the prediction after it: walk self._modules with each child's own state_dict, not "
+               "named_modules(), whose memo skips the second path.")
 
     def gap():
         module = with_children(Collecting, {child: nn.Linear(1, 1)})
@@ -403,25 +434,41 @@ def own_load_visible(yours, draw, check):
     def assigned():
         module, state = Fixed(), own_entries(prefix, sizes, value)
         load_own(module, state, prefix, assign=True)
-        return module.bias.requires_grad, bool(np.shares_memory(module.bias, state[prefix + "bias"]))
-    check("assign=True: (bias.requires_grad, bias shares memory with the checkpoint)", assigned,
+        return module, state[prefix + "bias"]
+    check("assign=True keeps a frozen parameter frozen: the bias's requires_grad after the load (it was False)",
+          lambda: assigned()[0].bias.requires_grad,
           hint="see 7.4, step 3: wrap as nn.Parameter(input_param, param.requires_grad).")
+    check("assign=True puts the checkpoint's own array into the module, not a copy: does the loaded bias share "
+          "memory with the checkpoint's entry?",
+          lambda: (lambda module, entry: bool(np.shares_memory(module.bias, entry)))(*assigned()),
+          hint="see 7.4, step 3: with local_metadata['assign_to_params_buffers'], setattr(self, name, ...) the "
+               "checkpoint's array itself (wrapped as a Parameter) instead of copying into the old one.")
 
 
 @probe("c07_own_load_hidden")
 def own_load_hidden(yours, draw, check):
     sizes = (draw.int(1, 4), draw.int(2, 5))
     Fixed = fixed_class(yours, sizes)
-    prefix, value, ghost = draw.choice(("", draw.name() + ".")), float(draw.int(1, 9)), draw.name()
+    # nested under a parent and a grandparent: the driver hands it only the entries under its prefix
+    prefix, value, ghost = f"{draw.name()}.{draw.name()}.", float(draw.int(1, 9)), draw.name()
     steps = draw.int(4, 99)
     own = own_entries(prefix, sizes, value)
+
+    def nested():
+        module = Fixed()
+        found = load_own(module, own, prefix)
+        return found, np.asarray(module.weight).tolist()
+    check(f"A Fixed nested under the prefix {prefix!r} loads a complete checkpoint strictly: ((missing, "
+          "unexpected, errors), the loaded weight)", nested,
+          hint="see 7.4, step 3: every key is prefix + name; and in step 5, strip the prefix before taking the "
+               "first part of a key (key[len(prefix):]), since a child's name comes after it.")
 
     extra = {**own, prefix + "cache": np.zeros(sizes[1], np.float32), prefix + "unused": np.zeros(1, np.float32),
              prefix + ghost + ".weight": np.zeros(1, np.float32), prefix + "inner." + ghost: np.zeros(1, np.float32)}
     check("Unexpected keys: a non-persistent buffer, a None parameter and a key of a child that does not exist are "
           "unexpected at this module (a child's own keys are the child's business): unexpected keys",
           lambda: load_own(Fixed(), extra, prefix)[1],
-          hint="see 7.4, step 4: a key is unexpected unless it is in local_state or starts with an existing child.")
+          hint="see 7.4, step 5: a key is unexpected unless it is in local_state or starts with an existing child.")
 
     missing = {key: array for key, array in own.items() if key != prefix + "steps"}
     check("An absent key is missing (strict=True)", lambda: load_own(Fixed(), missing, prefix)[0],
@@ -432,7 +479,8 @@ def own_load_hidden(yours, draw, check):
         load_own(module, {**own, prefix + "steps": np.array([steps], np.int64)}, prefix)
         return int(module.steps)
     check("A 1-element vector loads into a scalar buffer (old checkpoints stored scalars so)", scalar,
-          hint="see 7.4, step 3: if param.ndim == 0 and input_param.shape == (1,), use input_param[0].")
+          hint="see 7.4, step 3: if param.ndim == 0 and input_param.shape == (1,), use input_param[0], then copy it "
+               "into the buffer in place like any other value.")
     check("A value that is not an array is an error: the error messages for a list as the weight",
           lambda: load_own(Fixed(), {**own, prefix + "weight": [[1.0] * sizes[1]] * sizes[0]}, prefix)[2],
           hint="see 7.4, step 3: While copying the parameter named ..., expected numpy.ndarray ...")
@@ -441,10 +489,17 @@ def own_load_hidden(yours, draw, check):
         module = Fixed()
         weight, values = module.weight, {**own, prefix + "weight": np.full(sizes, value + 1, np.float32)}
         load_own(module, values, prefix)
-        return (module.weight is weight, float(module.weight[0, 0]),
-                bool(np.shares_memory(module.weight, values[prefix + "weight"])))
-    check("Without assign the values are copied into the existing parameter (the object stays), not sharing memory: "
-          "(same object, weight[0, 0], shares memory)", copied, hint="see 7.4, step 3: param[...] = input_param.")
+        return module, weight, values[prefix + "weight"]
+    check("Without assign=True the checkpoint's values are copied into the module's existing parameter: (the module "
+          "still holds its own Parameter object, weight[0, 0] after the load)",
+          lambda: (lambda module, weight, entry: (module.weight is weight, float(module.weight[0, 0])))(*copied()),
+          hint="see 7.4, step 3: param[...] = input_param writes the values into the existing array in place "
+               "(rebinding a name, param = input_param, changes nothing in the module).")
+    check("Without assign=True the module must hold a copy of the checkpoint's values, not the checkpoint's array "
+          "itself: does the loaded weight share memory with the checkpoint's entry?",
+          lambda: (lambda module, weight, entry: bool(np.shares_memory(module.weight, entry)))(*copied()),
+          hint="see 7.4, step 3: only assign=True puts the checkpoint's own array into the module; otherwise copy "
+               "the values into the parameter the module already has.")
 
     def mismatched():
         module = Fixed()

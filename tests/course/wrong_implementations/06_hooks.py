@@ -124,29 +124,20 @@ def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
     ),
     dict(
         grade_id='c06_predict_firing',
-        mistake='predicts-local-first',
-        feedback='your prediction of the events of layer(1)',
+        mistake='order-as-one-string',
+        feedback='firing_order is a list of the event names above',
         edits=[
             ('firing_order = ["global pre", "pre B", "pre A", "forward", "global hook", "hook D", "hook C"]',
-             'firing_order = ["pre B", "pre A", "global pre", "forward", "hook D", "hook C", "global hook"]'),
+             'firing_order = "global pre, pre B, pre A, forward, global hook, hook D, hook C"'),
         ],
     ),
     dict(
         grade_id='c06_predict_firing',
-        mistake='predicts-prepend-ignored',
-        feedback='your prediction of the events of layer(1)',
-        edits=[
-            ('firing_order = ["global pre", "pre B", "pre A", "forward", "global hook", "hook D", "hook C"]',
-             'firing_order = ["global pre", "pre A", "pre B", "forward", "global hook", "hook C", "hook D"]'),
-        ],
-    ),
-    dict(
-        grade_id='c06_predict_firing',
-        mistake='predicts-all-hooks-after-failure',
-        feedback='only the always_call forward hooks run',
+        mistake='events-renamed',
+        feedback='firing_order_when_forward_fails is a list of the event names above',
         edits=[
             ('firing_order_when_forward_fails = ["global pre", "pre B", "pre A", "forward", "hook C"]',
-             'firing_order_when_forward_fails = ["global pre", "pre B", "pre A", "forward", "global hook", "hook D", "hook C"]'),
+             'firing_order_when_forward_fails = ["global pre", "pre B", "pre A", "forward", "always-call hook"]'),
         ],
     ),
     dict(

@@ -157,19 +157,19 @@ def state_dict(self, *, destination=None, prefix="", keep_vars=False):
     ),
     dict(
         grade_id='c07_predict_shared',
-        mistake='deduplicated-keys',
-        feedback='your prediction of list(twice.state_dict())',
+        mistake='keys-as-one-string',
+        feedback='predicted_keys is a list',
         edits=[
             ('predicted_keys = ["0.weight", "0.bias", "1.weight", "1.bias"]\n',
-             'predicted_keys = ["0.weight", "0.bias"]\n'),
+             'predicted_keys = "0.weight, 0.bias, 1.weight, 1.bias"\n'),
         ],
     ),
     dict(
         grade_id='c07_predict_shared',
-        mistake='parameters-counted-per-path',
-        feedback="parameters() goes through named_parameters' memo",
+        mistake='count-as-string',
+        feedback='predicted_parameter_count is an int',
         edits=[
-            ("predicted_parameter_count = 2", "predicted_parameter_count = 4"),
+            ("predicted_parameter_count = 2", 'predicted_parameter_count = "2"'),
         ],
     ),
     dict(
@@ -233,7 +233,7 @@ def state_dict(self, *, destination=None, prefix="", keep_vars=False):
     dict(
         grade_id='c07_own_load',
         mistake='assign-loses-requires-grad',
-        feedback='assign=True: (bias.requires_grad',
+        feedback='assign=True keeps a frozen parameter frozen',
         edits=[
             ("                input_param = nn.Parameter(input_param, param.requires_grad)\n",
              "                input_param = nn.Parameter(input_param)\n"),
@@ -257,6 +257,90 @@ def state_dict(self, *, destination=None, prefix="", keep_vars=False):
             ("        if input_param.shape != param.shape:\n",
              "        if not assign and input_param.shape != param.shape:\n"),
         ],
+    ),
+    dict(
+        grade_id='c07_save_to_state_dict',
+        mistake='saved-as-copy',
+        feedback='must be a view of the parameter, not a copy',
+        edits=[
+            ("            destination[prefix + name] = param if keep_vars else param.view(np.ndarray)\n",
+             "            destination[prefix + name] = param if keep_vars else np.array(param)\n"),
+            ("            destination[prefix + name] = buf if keep_vars else buf.view(np.ndarray)",
+             "            destination[prefix + name] = buf if keep_vars else np.array(buf)"),
+        ],
+    ),
+    dict(
+        grade_id='c07_save_to_state_dict',
+        mistake='children-first',
+        feedback='its own entries come first, then each child',
+        edits=[
+            ("    self._save_to_state_dict(destination, prefix, keep_vars)\n", ""),
+            ("    return destination", "    self._save_to_state_dict(destination, prefix, keep_vars)\n    return destination"),
+        ],
+    ),
+    dict(
+        grade_id='c07_save_to_state_dict',
+        mistake='walks-named-modules',
+        feedback='a module is saved once per path',
+        source=r"""
+def _save_to_state_dict(self, destination, prefix, keep_vars):
+    for name, param in self._parameters.items():
+        if param is not None:
+            destination[prefix + name] = param if keep_vars else param.view(np.ndarray)
+    for name, buf in self._buffers.items():
+        if buf is not None and name not in self._non_persistent_buffers_set:
+            destination[prefix + name] = buf if keep_vars else buf.view(np.ndarray)
+
+
+def state_dict(self, *, destination=None, prefix="", keep_vars=False):
+    if destination is None:
+        destination = OrderedDict()
+        destination._metadata = OrderedDict()
+    for name, module in self.named_modules(prefix=prefix[:-1]):
+        destination._metadata[name] = {"version": module._version}
+        module._save_to_state_dict(destination, name + "." if name else "", keep_vars)
+    return destination
+""",
+    ),
+    dict(
+        grade_id='c07_own_load',
+        mistake='own-load-ignores-prefix',
+        feedback='every key is prefix + name',
+        edits=[("        key = prefix + name\n", "        key = name\n")],
+    ),
+    dict(
+        grade_id='c07_own_load',
+        mistake='unexpected-prefix-not-stripped',
+        feedback='strip the prefix before taking the first part of a key',
+        edits=[('                first, *rest = key[len(prefix):].split(".", 1)\n',
+                '                first, *rest = key.split(".", 1)\n')],
+    ),
+    dict(
+        grade_id='c07_own_load',
+        mistake='values-not-copied',
+        feedback='rebinding a name, param = input_param, changes nothing',
+        edits=[("            param[...] = input_param\n", "            param = input_param\n")],
+    ),
+    dict(
+        grade_id='c07_own_load',
+        mistake='assign-copies',
+        feedback="puts the checkpoint's own array into the module, not a copy",
+        edits=[('    assign = local_metadata.get("assign_to_params_buffers", False)\n',
+                '    assign = local_metadata.get("assign", False)\n')],
+    ),
+    dict(
+        grade_id='c07_own_load',
+        mistake='always-assigns',
+        feedback="must hold a copy of the checkpoint's values, not the checkpoint's array itself",
+        edits=[("        if assign:\n"
+                "            if isinstance(param, nn.Parameter):\n"
+                "                input_param = nn.Parameter(input_param, param.requires_grad)\n"
+                "            setattr(self, name, input_param)\n"
+                "        else:\n"
+                "            param[...] = input_param\n",
+                "        if isinstance(param, nn.Parameter):\n"
+                "            input_param = nn.Parameter(input_param, param.requires_grad)\n"
+                "        setattr(self, name, input_param)\n")],
     ),
     dict(
         grade_id='c07_iris_net',

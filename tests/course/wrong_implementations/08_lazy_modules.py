@@ -144,23 +144,18 @@ WRONG_IMPLEMENTATIONS = [
     ),
     dict(
         grade_id='c08_predict_after_load',
-        mistake='predicts-class-swap',
-        feedback='your prediction of (class, in_features, forward pre-hooks)',
+        mistake='class-not-named',
+        feedback='your predictions have the right types',
         edits=[
-            ('class_after_load = "LazyLinear"\n'
-             'in_features_after_load = 0\n'
-             'pre_hooks_after_load = 1\n',
-             'class_after_load = "Linear"\n'
-             'in_features_after_load = 3\n'
-             'pre_hooks_after_load = 0\n'),
+            ('class_after_load = "LazyLinear"\n', 'class_after_load = nn.LazyLinear\n'),
         ],
     ),
     dict(
         grade_id='c08_predict_after_load',
-        mistake='predicts-no-error',
-        feedback='compares the input\'s width with the loaded weight\'s',
+        mistake='exception-class-not-named',
+        feedback='error_on_wrong_width is the name of an exception class',
         edits=[
-            ('error_on_wrong_width = "AssertionError"', 'error_on_wrong_width = None'),
+            ('error_on_wrong_width = "AssertionError"', 'error_on_wrong_width = AssertionError'),
         ],
     ),
     dict(
