@@ -421,7 +421,8 @@ def own_load_visible(yours, draw, check):
     prefix, value = draw.choice(("", draw.name() + ".")), float(draw.int(1, 9))
     check(f"loading a complete checkpoint (prefix {prefix!r}) into a Fixed strictly: (missing, unexpected, errors)",
           lambda: load_own(Fixed(), own_entries(prefix, sizes, value), prefix),
-          hint="see 7.4, step 2: local_state holds the parameters and the persistent buffers only.")
+          hint="see 7.4, steps 2 and 3: local_state holds the parameters and the persistent buffers only, and "
+               "each one's key is prefix + name.")
 
     def short_bias():
         module = Fixed()
@@ -454,12 +455,8 @@ def own_load_hidden(yours, draw, check):
     steps = draw.int(4, 99)
     own = own_entries(prefix, sizes, value)
 
-    def nested():
-        module = Fixed()
-        found = load_own(module, own, prefix)
-        return found, np.asarray(module.weight).tolist()
-    check(f"A Fixed nested under the prefix {prefix!r} loads a complete checkpoint strictly: ((missing, "
-          "unexpected, errors), the loaded weight)", nested,
+    check(f"A Fixed nested under the prefix {prefix!r} loads a complete checkpoint strictly: (missing, unexpected, "
+          "errors)", lambda: load_own(Fixed(), own, prefix),
           hint="see 7.4, step 3: every key is prefix + name; and in step 5, strip the prefix before taking the "
                "first part of a key (key[len(prefix):]), since a child's name comes after it.")
 
@@ -474,6 +471,19 @@ def own_load_hidden(yours, draw, check):
     check("An absent key is missing (strict=True)", lambda: load_own(Fixed(), missing, prefix)[0],
           hint="see 7.4, step 3: a key of local_state absent from state_dict goes to missing_keys.")
 
+    def copied():
+        module = Fixed()
+        weight, values = module.weight, {**own, prefix + "weight": np.full(sizes, value + 1, np.float32)}
+        load_own(module, values, prefix)
+        return (module.weight is weight, float(module.weight[0, 0]),
+                bool(np.shares_memory(module.weight, values[prefix + "weight"])))
+    check("Without assign=True the checkpoint's values are copied into the parameter the module already has, and the "
+          "module keeps no reference to the checkpoint's array: (the module still holds its own Parameter object, "
+          "weight[0, 0] after the load, the weight shares memory with the checkpoint's entry)", copied,
+          hint="see 7.4, step 3: param[...] = input_param copies the values in place; rebinding a name (param = "
+               "input_param) copies nothing, and storing the checkpoint's array itself (setattr, or "
+               "self._parameters[name] = ...) is what assign=True does, not a copy.")
+
     def scalar():
         module = Fixed()
         load_own(module, {**own, prefix + "steps": np.array([steps], np.int64)}, prefix)
@@ -484,22 +494,6 @@ def own_load_hidden(yours, draw, check):
     check("A value that is not an array is an error: the error messages for a list as the weight",
           lambda: load_own(Fixed(), {**own, prefix + "weight": [[1.0] * sizes[1]] * sizes[0]}, prefix)[2],
           hint="see 7.4, step 3: While copying the parameter named ..., expected numpy.ndarray ...")
-
-    def copied():
-        module = Fixed()
-        weight, values = module.weight, {**own, prefix + "weight": np.full(sizes, value + 1, np.float32)}
-        load_own(module, values, prefix)
-        return module, weight, values[prefix + "weight"]
-    check("Without assign=True the checkpoint's values are copied into the module's existing parameter: (the module "
-          "still holds its own Parameter object, weight[0, 0] after the load)",
-          lambda: (lambda module, weight, entry: (module.weight is weight, float(module.weight[0, 0])))(*copied()),
-          hint="see 7.4, step 3: param[...] = input_param writes the values into the existing array in place "
-               "(rebinding a name, param = input_param, changes nothing in the module).")
-    check("Without assign=True the module must hold a copy of the checkpoint's values, not the checkpoint's array "
-          "itself: does the loaded weight share memory with the checkpoint's entry?",
-          lambda: (lambda module, weight, entry: bool(np.shares_memory(module.weight, entry)))(*copied()),
-          hint="see 7.4, step 3: only assign=True puts the checkpoint's own array into the module; otherwise copy "
-               "the values into the parameter the module already has.")
 
     def mismatched():
         module = Fixed()

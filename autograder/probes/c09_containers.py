@@ -385,19 +385,20 @@ def draw_stack(draw, runs):
     return [maker() for maker, count in chosen for _ in range(count)]
 
 
-FOLD_HINT = "see 9.5: consecutive children whose reprs are the same text take one line, '(first-last): count x repr'"
+FOLD_HINT = ("see 9.5: consecutive children whose reprs are the same text take one line, '(first-last): count x "
+             "repr', count = last - first + 1")
 
 
 @probe("c09_modulelist_repr_visible")
 def modulelist_repr_visible(yours, draw, check):
+    fresh, count = draw.choice([nn.ReLU, nn.Identity, nn.Dropout]), draw.int(2, 4)
+    check(f"repr of MyModuleList of {count} separately built {fresh.__name__}() layers (different objects, equal "
+          "reprs)", lambda: repr(my_module_list(yours)([fresh() for _ in range(count)])),
+          hint=FOLD_HINT + "; equal reprs fold whether or not the children are the same object.")
     modules = draw_stack(draw, draw.int(2, 4))
     check(f"repr of MyModuleList of {len(modules)} layers, runs of equal ones among them",
           lambda: repr(my_module_list(yours)(modules)),
           hint=FOLD_HINT + "; a child that is not repeated keeps its own line '(i): repr'.")
-    fresh, count = draw.choice([nn.ReLU, nn.Identity, nn.Dropout]), draw.int(2, 4)
-    check(f"repr of MyModuleList of {count} separately built {fresh.__name__}() layers (different objects, equal "
-          "reprs)", lambda: repr(my_module_list(yours)([fresh() for _ in range(count)])),
-          hint=FOLD_HINT + ": equal reprs fold whether or not the children are the same object.")
     check("repr of an empty MyModuleList", lambda: repr(my_module_list(yours)()),
           hint="see 9.5: an empty list prints Name().")
 
@@ -413,7 +414,7 @@ def modulelist_repr_hidden(yours, draw, check):
     same_class = [nn.Linear(width, outputs[0]) for _ in range(draw.int(1, 2))] + [nn.Linear(width, outputs[1])]
     check(f"repr of {len(same_class)} consecutive Linear layers whose out_features differ "
           f"({', '.join(str(m.out_features) for m in same_class)})", lambda: repr(my_module_list(yours)(same_class)),
-          hint=FOLD_HINT + ": what folds is equal repr text, not equal classes (Linear(2, 3) and Linear(2, 4) "
+          hint=FOLD_HINT + "; what folds is equal repr text, not equal classes (Linear(2, 3) and Linear(2, 4) "
                            "stay apart).")
     size = draw.int(1, 4)
     block = nn.Sequential(nn.Linear(size, size), nn.ReLU())
@@ -424,7 +425,7 @@ def modulelist_repr_hidden(yours, draw, check):
                "(nested indentation).")
     modules = draw_stack(draw, draw.int(2, 3))
     check(f"repr of another MyModuleList of {len(modules)} layers in runs", lambda: repr(my_module_list(yours)(modules)),
-          hint=FOLD_HINT + ", with count = last - first + 1.")
+          hint=FOLD_HINT + ".")
 
 
 # -- Exercise 6: parameter containers and the dicts' update ------------------------------------------------------

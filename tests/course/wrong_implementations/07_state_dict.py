@@ -318,7 +318,7 @@ def state_dict(self, *, destination=None, prefix="", keep_vars=False):
     dict(
         grade_id='c07_own_load',
         mistake='values-not-copied',
-        feedback='rebinding a name, param = input_param, changes nothing',
+        feedback='rebinding a name (param = input_param) copies nothing',
         edits=[("            param[...] = input_param\n", "            param = input_param\n")],
     ),
     dict(
@@ -331,7 +331,8 @@ def state_dict(self, *, destination=None, prefix="", keep_vars=False):
     dict(
         grade_id='c07_own_load',
         mistake='always-assigns',
-        feedback="must hold a copy of the checkpoint's values, not the checkpoint's array itself",
+        feedback="storing the checkpoint's array itself (setattr, or self._parameters[name] = ...) is what "
+                 "assign=True does, not a copy",
         edits=[("        if assign:\n"
                 "            if isinstance(param, nn.Parameter):\n"
                 "                input_param = nn.Parameter(input_param, param.requires_grad)\n"
