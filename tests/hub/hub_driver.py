@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import pwd
+import re
 import secrets
 import shutil
 import signal
@@ -213,6 +214,14 @@ class Formgrader:
 
     def __init__(self, session: UserSession):
         self.session, self.page = session, session.page
+
+    def open_in_lab(self) -> None:
+        """Nbgrader → Formgrader in JupyterLab: formgrader in a frame of the Lab, at Manage Assignments."""
+        self.page.goto(f"{self.session.server}/lab")
+        self.page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader").click()
+        self.page.locator(".lm-Menu-itemLabel", has_text=re.compile("^Formgrader$")).click()
+        framed = self.page.frame_locator("#formgrader-iframe iframe")
+        expect(framed.locator("#main-table")).to_be_visible(timeout=ACTION_TIMEOUT)
 
     def open_assignments(self) -> None:
         self.page.goto(f"{self.session.server}/formgrader/manage_assignments")

@@ -92,6 +92,7 @@ def test_release_submit_grade_feedback(classroom, browser_context):
 
     # The instructor: formgrader lists the course's chapters; Generate and Release for two of them.
     formgrader = Formgrader(teacher)
+    formgrader.open_in_lab()  # where the guide sends an instructor; then its page alone, as the links open it
     formgrader.open_assignments()
     for chapter in CHAPTERS:
         expect(formgrader.assignment_row(chapter)).to_be_visible(timeout=60_000)
