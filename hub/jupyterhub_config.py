@@ -68,14 +68,14 @@ c.Spawner.http_timeout = 120  # a loaded machine starts a server slowly; Jupyter
 c.Spawner.start_timeout = 180
 
 
-def write_role_config(role: str, nbgrader_lines: list[str], server_extensions: dict, lab_extensions: dict) -> Path:
+def write_role_config(role: str, nbgrader_lines: list[str], server_app: dict, lab_extensions: dict) -> Path:
     """A Jupyter config folder for one role, put on the role's servers' JUPYTER_CONFIG_PATH (it comes before the
     venv's own folders, so it turns on what hub-install.sh turned off for everyone)."""
     folder = STATE / "jupyter" / role
     (folder / "labconfig").mkdir(parents=True, exist_ok=True)
     (folder / "nbgrader_config.py").write_text("\n".join(["c = get_config()", *nbgrader_lines, ""]))
     (folder / "jupyter_server_config.json").write_text(
-        json.dumps({"ServerApp": {"jpserver_extensions": server_extensions}}, indent=1))
+        json.dumps({"ServerApp": server_app}, indent=1))
     (folder / "labconfig" / "page_config.json").write_text(json.dumps({"disabledExtensions": lab_extensions}))
     for path in [STATE / "jupyter", folder, *folder.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
@@ -86,7 +86,8 @@ EXCHANGE_LINES = [f"c.Exchange.root = {str(EXCHANGE)!r}", f"c.CourseDirectory.co
 # A submission's folder in the exchange's inbound (which nobody can list) gets a random suffix: nbgrader makes its
 # files readable by all, so its name must not be guessable from the learner's name and the time (nbgrader's
 # default; stated here so that it stays on).
-LEARNER_CONFIG = write_role_config("learner", [*EXCHANGE_LINES, "c.ExchangeSubmit.add_random_string = True"], {}, {})
+LEARNER_CONFIG = write_role_config("learner", [*EXCHANGE_LINES, "c.ExchangeSubmit.add_random_string = True"],
+                                   {"jpserver_extensions": {}}, {})
 INSTRUCTOR_CONFIG = write_role_config(
     "instructor",
     # The course's own configuration (autograder/config.py: feedback without hidden tests, kernel settings), which
@@ -95,7 +96,11 @@ INSTRUCTOR_CONFIG = write_role_config(
      f"c.merge(nbgrader_config({str(COURSE_ROOT)!r}, {COURSE_ID!r}))", *EXCHANGE_LINES,
      # Stock autograding would run learners' code unconfined, as the instructor: the button says what to run.
      "c.Autograde.sanitize_preprocessors = ['autograder.hub.SandboxedGradingOnly']"],
-    {"nbgrader.server_extensions.formgrader": True, "nbgrader.server_extensions.course_list": True},
+    {"jpserver_extensions": {"nbgrader.server_extensions.formgrader": True,
+                             "nbgrader.server_extensions.course_list": True},
+     # JupyterLab shows formgrader (Nbgrader → Formgrader) in a frame of the instructor's own Lab; JupyterHub's
+     # default policy forbids every frame. Same-origin pages may frame it: they could script it anyway.
+     "tornado_settings": {"headers": {"Content-Security-Policy": "frame-ancestors 'self'"}}},
     {f"@jupyter/nbgrader:{name}": False for name in ("formgrader", "course-list", "create-assignment")})
 
 

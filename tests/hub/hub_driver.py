@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import pwd
+import re
 import secrets
 import shutil
 import signal
@@ -52,8 +53,13 @@ class Accounts:
         return self.names[role]
 
     def processes(self) -> dict[str, list[int]]:
-        return {name: [int(pid) for pid in run_as(None, "pgrep", "-u", name, check=False).stdout.split()]
-                for name in self.names.values()}
+        """Each account's running processes; not the ended ones their parent has yet to reap (zombies)."""
+        running = {}
+        for name in self.names.values():
+            listed = run_as(None, "ps", "-u", name, "-o", "pid=,stat=", check=False).stdout.split("\n")
+            running[name] = [int(pid) for pid, stat in (line.split() for line in listed if line.strip())
+                             if not stat.startswith("Z")]
+        return running
 
     def describe(self, pids: list[int]) -> list[str]:
         return [run_as(None, "ps", "-o", "pid=,args=", "-p", str(pid), check=False).stdout.strip() for pid in pids]
@@ -198,3 +204,92 @@ class UserSession:
             if session["path"] == notebook:
                 return session["kernel"]["execution_state"]
         return None
+
+
+ACTION_TIMEOUT = 300_000  # milliseconds: releasing or collecting runs nbgrader on a loaded machine
+
+
+class Formgrader:
+    """The instructor's formgrader pages, driven by the links an instructor clicks (each answers in a dialog)."""
+
+    def __init__(self, session: UserSession):
+        self.session, self.page = session, session.page
+
+    def open_in_lab(self) -> None:
+        """Nbgrader → Formgrader in JupyterLab: formgrader in a frame of the Lab, at Manage Assignments."""
+        self.page.goto(f"{self.session.server}/lab")
+        self.page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader").click()
+        self.page.locator(".lm-Menu-itemLabel", has_text=re.compile("^Formgrader$")).click()
+        framed = self.page.frame_locator("#formgrader-iframe iframe")
+        expect(framed.locator("#main-table")).to_be_visible(timeout=ACTION_TIMEOUT)
+
+    def open_assignments(self) -> None:
+        self.page.goto(f"{self.session.server}/formgrader/manage_assignments")
+        expect(self.page.locator("#main-table")).to_be_visible()
+
+    def assignment_row(self, chapter: str):
+        return self.page.locator("#main-table tr", has=self.page.locator("td.name", has_text=chapter))
+
+    def click(self, chapter: str, column: str) -> str:
+        """Click the link in `column` ("assign", "release", "collect", "generate-feedback", "release-feedback") of
+        the chapter's row; return the text of the success dialog (an error dialog fails the test)."""
+        link = self.assignment_row(chapter).locator(f"td.{column} a")
+        expect(link).to_be_visible(timeout=ACTION_TIMEOUT)
+        link.click()
+        return self._dialog(expect_success=True)
+
+    def autograde(self, chapter: str, student: str) -> str:
+        """Open the chapter's submissions and click Autograde on the student's row; return the dialog's text."""
+        self.page.goto(f"{self.session.server}/formgrader/manage_submissions/{chapter}")
+        row = self.page.locator("#main-table tr", has_text=student)
+        row.locator("td.autograde a").click()
+        return self._dialog(expect_success=False)
+
+    def _dialog(self, expect_success: bool) -> str:
+        dialog = self.page.locator("#success-modal, #error-modal")
+        expect(dialog).to_be_visible(timeout=ACTION_TIMEOUT)
+        text = dialog.inner_text()
+        succeeded = dialog.get_attribute("id") == "success-modal"
+        assert succeeded == expect_success, text
+        dialog.locator("button", has_text="OK").click()
+        expect(dialog).to_have_count(0)
+        return text
+
+
+class AssignmentList:
+    """A learner's Assignments panel in JupyterLab (Nbgrader → Assignment List): Fetch, Submit, Fetch Feedback."""
+
+    def __init__(self, session: UserSession):
+        self.session, self.page = session, session.page
+
+    def open(self) -> None:
+        self.page.goto(f"{self.session.server}/lab")
+        expect(self.page.locator("#jp-main-dock-panel")).to_be_visible(timeout=SPAWN_TIMEOUT)
+        self.page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader").click()
+        self.page.locator(".lm-Menu-itemLabel", has_text="Assignment List").click()
+        expect(self.page.locator("#released_assignments_list")).to_be_visible()
+
+    def shows_released(self, chapter: str) -> None:
+        expect(self.page.locator("#released_assignments_list .list_item", has_text=chapter).first).to_be_visible(
+            timeout=ACTION_TIMEOUT)
+
+    def _press(self, section: str, chapter: str, button: str) -> None:
+        row = self.page.locator(f"#{section} .list_item", has_text=chapter).first
+        row.get_by_role("button", name=button, exact=True).click()
+
+    def fetch(self, chapter: str) -> None:
+        self._press("released_assignments_list", chapter, "Fetch")
+        expect(self.page.locator("#fetched_assignments_list .list_item", has_text=chapter).first).to_be_visible(
+            timeout=ACTION_TIMEOUT)
+
+    def submit(self, chapter: str) -> None:
+        submitted = self.page.locator("#submitted_assignments_list .list_item", has_text=chapter)
+        before = submitted.count()
+        self._press("fetched_assignments_list", chapter, "Submit")
+        expect(submitted).not_to_have_count(before, timeout=ACTION_TIMEOUT)
+
+    def fetch_feedback(self, chapter: str) -> None:
+        row = self.page.locator("#submitted_assignments_list .list_item", has_text=chapter).first
+        button = row.get_by_role("button", name="Fetch Feedback", exact=True)
+        button.click()
+        expect(self.page.get_by_role("button", name="Fetching Feedback...")).to_have_count(0, timeout=ACTION_TIMEOUT)

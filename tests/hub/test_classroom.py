@@ -2,12 +2,13 @@
 
 One instructor and two learners (real Unix accounts) log in through the hub's login page in Chromium. The
 instructor releases two chapters from formgrader; each learner fetches them from the Assignments panel, answers
-(one learner correctly, the other with a named mistake in chapter 0), runs the self-check and submits; the
+(one learner correctly, the other with a named mistake in the first chapter), runs the self-check and submits; the
 instructor collects; root grades in the sandbox (the command formgrader's Autograde button names, since a
 server that is not root cannot confine kernels); the instructor generates and releases feedback; each learner
-fetches it and reads their score and the named mistake. Formgrader's and the Assignments panel's actions are
-sent as the requests their buttons send, from the logged-in browser (the same handlers, cookies and XSRF
-check); the notebook of chapter 0 is typed and run in JupyterLab itself.
+fetches it and reads their score and the named mistake. Every action is a click where a person clicks:
+formgrader's links (and the dialog that answers each), the Assignments panel's Fetch, Submit and Fetch Feedback
+buttons in JupyterLab; the first chapter's notebook is typed and run in JupyterLab itself, the second saved the
+way JupyterLab saves (a PUT of the notebook) and self-checked with the command.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from hub_driver import PREFIX, PYTHON, REPO, Accounts, Hub, UserSession, pid_alive, run_as
+from hub_driver import PREFIX, PYTHON, REPO, Accounts, AssignmentList, Formgrader, Hub, UserSession, pid_alive, run_as
 from jupyterlab_driver import Notebook
 from nbgrader.api import Gradebook
 from playwright.sync_api import expect
@@ -90,37 +91,45 @@ def test_release_submit_grade_feedback(classroom, browser_context):
     teacher, learners = people["instructor"], {"alice": people["alice"], "bob": people["bob"]}
 
     # The instructor: formgrader lists the course's chapters; Generate and Release for two of them.
-    teacher.page.goto(f"{teacher.server}/formgrader/manage_assignments")
+    formgrader = Formgrader(teacher)
+    formgrader.open_in_lab()  # where the guide sends an instructor; then its page alone, as the links open it
+    formgrader.open_assignments()
     for chapter in CHAPTERS:
-        expect(teacher.page.locator("#main-table")).to_contain_text(chapter, timeout=60_000)
+        expect(formgrader.assignment_row(chapter)).to_be_visible(timeout=60_000)
     for chapter in CHAPTERS:
-        assert teacher.post(f"formgrader/api/assignment/{chapter}/assign")["success"]
-        assert teacher.post(f"formgrader/api/assignment/{chapter}/release")["success"]
+        formgrader.click(chapter, "assign")
+        formgrader.click(chapter, "release")
 
     # The learners: fetch, answer, self-check, submit.
     for role, learner in learners.items():
         listed = learner.get(f"assignments?course_id={COURSE_ID}")
         assert {a["assignment_id"] for a in listed["value"] if a["status"] == "released"} == set(CHAPTERS)
+        panel = AssignmentList(learner)
+        panel.open()
         for chapter in CHAPTERS:
-            learner.post("assignments/fetch", {"assignment_id": chapter, "course_id": COURSE_ID})
+            panel.shows_released(chapter)
+            panel.fetch(chapter)
         answer_in_lab(learner, MISTAKE_CHAPTER, with_mistake=role == "bob")
         for chapter in CHAPTERS[1:]:
             answer_through_contents_api(learner, chapter, with_mistake=role == "bob")
+        panel.open()
         for chapter in CHAPTERS:
-            learner.post("assignments/submit", {"assignment_id": chapter, "course_id": COURSE_ID})
+            panel.submit(chapter)
 
     # The instructor collects; the Autograde button refuses and names the root command, which grades.
+    formgrader.open_assignments()
     for chapter in CHAPTERS:
-        assert teacher.post(f"formgrader/api/assignment/{chapter}/collect")["success"]
-    refused = teacher.post(f"formgrader/api/submission/{MISTAKE_CHAPTER}/{accounts['alice']}/autograde")
-    assert not refused["success"] and "autograder.hub grade --course-root" in json.dumps(refused)
+        formgrader.click(chapter, "collect")
+    refused = formgrader.autograde(MISTAKE_CHAPTER, accounts["alice"])
+    assert "autograder.hub grade --course-root" in refused, refused
     graded = run_as(None, PYTHON, "-m", "autograder.hub", "grade", "--course-root", course_root, check=False)
     assert graded.returncode == 0, graded.stdout + graded.stderr
+    formgrader.open_assignments()
     for chapter in CHAPTERS:
-        assert teacher.post(f"formgrader/api/assignment/{chapter}/generate_feedback")["success"]
-        assert teacher.post(f"formgrader/api/assignment/{chapter}/release_feedback")["success"]
+        formgrader.click(chapter, "generate-feedback")
+        formgrader.click(chapter, "release-feedback")
 
-    # The gradebook: alice full marks in both chapters, bob loses the points of his mistake in chapter 0 only.
+    # The gradebook: alice full marks in both chapters, bob loses the points of his mistake in the first chapter only.
     scores = gradebook_scores(course_root, accounts)
     for chapter in CHAPTERS:
         score, max_score = scores["alice", chapter]
@@ -131,7 +140,9 @@ def test_release_submit_grade_feedback(classroom, browser_context):
     # The learners fetch their feedback and read score and mistake; no hidden test is in it.
     hidden_line = hidden_test_line(course_root, MISTAKE_CHAPTER)
     for role, learner in learners.items():
-        learner.post("assignments/fetch_feedback", {"assignment_id": MISTAKE_CHAPTER, "course_id": COURSE_ID})
+        panel = AssignmentList(learner)
+        panel.open()
+        panel.fetch_feedback(MISTAKE_CHAPTER)
         text = read_feedback(learner, MISTAKE_CHAPTER)
         score, max_score = scores[role, MISTAKE_CHAPTER]
         assert re.search(rf"Score:\s*{score:g}(\.0+)?\s*/\s*{max_score:g}", text), text[:2000]
