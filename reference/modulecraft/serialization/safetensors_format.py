@@ -114,12 +114,16 @@ def load(file: IO[bytes], source: str) -> Any:
         if covered != file_size - data_start:
             raise CheckpointError("its data is not fully covered by its tensors exactly once (a gap, an overlap "
                                   "or bytes past the last tensor)")
-        raws = {name: np.empty(shape, kind.raw) for name, (kind, shape, _, _) in entries.items()}
-        pieces = [(entries[name][2], raw.reshape(-1).view(np.uint8)) for name, raw in raws.items()]
-        read_pieces(file, data_start, sorted(pieces, key=lambda piece: piece[0]), "its data")
+        # The tensors tile the data exactly: one read fills one buffer, and each tensor is a view of its bytes
+        # (thousands of small tensors cost one read, not thousands; memory stays the file's size). A tensor whose
+        # offset does not suit its type's alignment gets a copy of its own, so arithmetic on it stays fast.
+        data = np.empty(covered, np.uint8)
+        read_pieces(file, data_start, [(0, data)], "its data")
         arrays = OrderedDict()
-        for name, raw in raws.items():
-            kind = entries[name][0]
+        for name, (kind, shape, begin, end) in entries.items():
+            raw = data[begin:end].view(kind.raw).reshape(shape)
+            if begin % kind.raw.itemsize:
+                raw = raw.copy()
             if sys.byteorder == "big" and kind.raw.itemsize > 1:
                 raw = raw.byteswap().view(kind.raw.newbyteorder("="))
             arrays[name] = kind.load(raw)
