@@ -80,22 +80,24 @@ def param_groups_hidden(yours, draw, check):
 
 
 # -- Exercise 2: SGD ----------------------------------------------------------------------------------------------------
-def draw_steps(draw, steps, sparse=False):
-    """Three parameters' initial values and their gradients at each step (None: no gradient that step)."""
-    shapes = [(2,), (1, 2), (1,)]
-    start = [draw.array(*shape) for shape in shapes]
-    grads = [[None if sparse and draw.int(0, 3) == 0 else draw.array(*shape) for shape in shapes]
-             for _ in range(steps)]
-    if sparse:  # at least one parameter without a gradient, after it had one
-        grads[1][draw.int(0, 2)] = None
+# Each check adds one rule to the ones before it, so that the first check a slip fails names that slip.
+SHAPES = [(2,), (1, 2), (3,), (1,)]  # the first three in the first group, the last alone in a group without decay
+
+
+def draw_steps(draw, steps, middle_without_grad=False):
+    """Four parameters' initial values and their gradients at each step (None: no gradient that step)."""
+    start = [draw.array(*shape) for shape in SHAPES]
+    grads = [[draw.array(*shape) for shape in SHAPES] for _ in range(steps)]
+    if middle_without_grad:  # the middle parameter of the first group has no gradient at one step after the first
+        grads[draw.int(1, steps - 1)][1] = None
     return start, grads
 
 
 def run_steps(optimizer_class, drawn, **options):
-    """The parameters' values after every step: three parameters in two groups (the second without weight decay)."""
+    """The parameters' values after every step: two groups, the second with weight_decay 0."""
     start, grads = drawn
     params = [nn.Parameter(value.copy()) for value in start]
-    optimizer = optimizer_class([{"params": params[:2]}, {"params": params[2:], "weight_decay": 0.0}], **options)
+    optimizer = optimizer_class([{"params": params[:3]}, {"params": params[3:], "weight_decay": 0.0}], **options)
     history = []
     for step_grads in grads:
         for p, g in zip(params, step_grads):
@@ -105,28 +107,36 @@ def run_steps(optimizer_class, drawn, **options):
     return history
 
 
-HINT_SGD = "see 12.2: g = grad + wd * p; buffer = copy of g, then m * buffer + g; p -= lr * buffer, in place."
-
-
 @probe("c12_sgd_visible")
 def sgd_visible(yours, draw, check):
-    lr = draw.choice([0.1, 0.05, 0.2])
-    drawn = draw_steps(draw, 3)
-    check(f"three steps of SGD(lr={lr}) without momentum", lambda: run_steps(yours.SGD, drawn, lr=lr),
-          close=True, hint=HINT_SGD)
-    options = dict(lr=lr, momentum=draw.choice([0.5, 0.9]), weight_decay=draw.choice([0.1, 0.01]))
-    drawn = draw_steps(draw, 3)
-    check(f"three steps of SGD(lr={lr}, momentum={options['momentum']}, weight_decay={options['weight_decay']}), "
-          "second group without decay", lambda: run_steps(yours.SGD, drawn, **options), close=True, hint=HINT_SGD)
+    lr, momentum = draw.choice([0.1, 0.05, 0.2]), draw.choice([0.5, 0.9])
+    plain, with_momentum = draw_steps(draw, 3), draw_steps(draw, 3)
+    check(f"three steps of SGD(lr={lr}): p -= lr * grad, in place", lambda: run_steps(yours.SGD, plain, lr=lr),
+          close=True, hint="see 12.2: without momentum or decay a step is p -= lr * p.grad, on the parameter itself.")
+    check(f"three steps of SGD(lr={lr}, momentum={momentum}): the momentum buffer starts as a copy of the first "
+          "gradient and is kept in state[p] between steps", lambda: run_steps(yours.SGD, with_momentum, lr=lr,
+                                                                             momentum=momentum),
+          close=True, hint="see 12.2: buffer = copy of g at the first step, then buffer = m * buffer + g at each next "
+                           "step, kept in self.state[p]['momentum_buffer']; p -= lr * buffer.")
 
 
 @probe("c12_sgd_hidden")
 def sgd_hidden(yours, draw, check):
-    options = dict(lr=draw.choice([0.1, 0.05]), momentum=draw.choice([0.5, 0.9]), weight_decay=0.1)
-    drawn = draw_steps(draw, 4, sparse=True)
-    check("four steps of SGD with momentum where some parameters have no gradient at some steps (grad is None)",
-          lambda: run_steps(yours.SGD, drawn, **options), close=True,
-          hint="see 12.2: a parameter whose grad is None is skipped this step (no update, its buffer untouched).")
+    lr, momentum, decay = draw.choice([0.1, 0.05]), draw.choice([0.5, 0.9]), draw.choice([0.1, 0.01])
+    decayed, together, gaps = draw_steps(draw, 3), draw_steps(draw, 3), draw_steps(draw, 4, middle_without_grad=True)
+    check(f"three steps of SGD(lr={lr}, weight_decay={decay}), the second group with weight_decay 0: each group's "
+          "decay adds wd * p to the gradient", lambda: run_steps(yours.SGD, decayed, lr=lr, weight_decay=decay),
+          close=True, hint="see 12.2: g = grad + group['weight_decay'] * p, with each group's own weight_decay.")
+    check(f"three steps of SGD(lr={lr}, momentum={momentum}, weight_decay={decay}): the decay goes into the gradient "
+          "before the momentum buffer", lambda: run_steps(yours.SGD, together, lr=lr, momentum=momentum,
+                                                           weight_decay=decay),
+          close=True, hint="see 12.2: g = grad + wd * p first; the buffer then accumulates that g (decay is not added "
+                           "after momentum).")
+    check("four steps with momentum where the middle parameter of a group has no gradient at one step: it is skipped "
+          "and the parameters after it in its group still step",
+          lambda: run_steps(yours.SGD, gaps, lr=lr, momentum=momentum), close=True,
+          hint="see 12.2: a parameter whose grad is None is skipped this step (continue: no update, its buffer "
+               "untouched); the loop goes on with the next parameter.")
     start, grad = draw.array(2), draw.array(2)
     loss = float(draw.int(1, 99))
 

@@ -27,7 +27,7 @@ WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id="c12_sgd",
         mistake="momentum-buffer-not-kept",
-        feedback="second group without decay",
+        feedback="kept in state[p] between steps",
         edits=[('                        state = self.state[p]\n'
                 '                        if "momentum_buffer" not in state:\n'
                 '                            state["momentum_buffer"] = np.array(g, copy=True)\n'
@@ -42,7 +42,7 @@ WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id="c12_sgd",
         mistake="weight-decay-after-momentum",
-        feedback="g = grad + wd * p",
+        feedback="the decay goes into the gradient before the momentum buffer",
         edits=[('                    if group["weight_decay"] != 0:\n'
                 '                        g = g + group["weight_decay"] * np.asarray(p)\n', ''),
                ('                    p -= group["lr"] * g\n',
@@ -57,8 +57,15 @@ WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id="c12_sgd",
         mistake="none-grad-not-skipped",
-        feedback="whose grad is None",
+        feedback="whose grad is None is skipped",
         edits=[("                    if p.grad is None:\n                        continue\n", "")],
+    ),
+    dict(
+        grade_id="c12_sgd",
+        mistake="none-grad-ends-the-group",
+        feedback="the parameters after it in its group still step",
+        edits=[("                    if p.grad is None:\n                        continue\n",
+                "                    if p.grad is None:\n                        break\n")],
     ),
     dict(
         grade_id="c12_sgd",
