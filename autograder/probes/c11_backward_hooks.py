@@ -68,11 +68,15 @@ def zero_grad_visible(yours, draw, check):
         for name, p in model.named_parameters():
             p.grad = values[name].copy() if name in with_grad else None
         before = grads_of(model)
-        model.zero_grad(set_to_none=set_to_none)
+        if set_to_none is None:
+            model.zero_grad()  # the default, as a training loop calls it
+        else:
+            model.zero_grad(set_to_none=set_to_none)
         return [(name, None if p.grad is None else (p.grad is before[name], float(np.abs(p.grad).sum())))
                 for name, p in model.named_parameters()]
     check(f"zero_grad() when {', '.join(with_grad)} have a gradient: (name, grad) of every parameter",
-          lambda: cleared(True), hint=hint_zero)
+          lambda: cleared(None), hint=hint_zero + " Without an argument it sets grads to None (set_to_none=True "
+                                                  "is the default).")
     check(f"zero_grad(set_to_none=False) when {', '.join(with_grad)} have a gradient: "
           "(name, (same array as before?, sum of |grad|))", lambda: cleared(False), hint=hint_zero)
 
@@ -156,8 +160,9 @@ def draw_wired(draw):
 
 
 def wired(yours, drawn):
-    """forward(x) = relu(linear(x)) * scale (several autograd nodes), called through the learner's `call_impl`;
-    and an input that requires grad."""
+    """forward(x) = relu(h) * scale + h with h = linear(x) (several autograd nodes; the `+ h` keeps the input's
+    gradient from being all zeros when ReLU cuts every unit, where a slip would go unseen), called through the
+    learner's `call_impl`; and an input that requires grad."""
     seed, scale, data = drawn
 
     class Wired(nn.Module):
@@ -170,7 +175,8 @@ def wired(yours, drawn):
             self.scale = nn.Parameter(scale.copy())
 
         def forward(self, x):
-            return F.relu(self.linear(x)) * self.scale
+            h = self.linear(x)
+            return F.relu(h) * self.scale + h
     return Wired(), modulecraft.Tensor(data.copy()).requires_grad_()
 
 

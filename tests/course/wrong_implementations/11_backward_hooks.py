@@ -3,6 +3,12 @@
 WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id="c11_zero_grad",
+        mistake="zero-grad-default-zeros",
+        feedback="set_to_none=True is the default",
+        edits=[("def zero_grad(self, set_to_none=True):", "def zero_grad(self, set_to_none=False):")],
+    ),
+    dict(
+        grade_id="c11_zero_grad",
         mistake="zero-grad-new-array",
         feedback="same array as before?",
         edits=[("                p.grad[...] = 0\n", "                p.grad = np.zeros_like(p.grad)\n")],
