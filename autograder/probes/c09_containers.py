@@ -374,7 +374,8 @@ def sequential_insert_hidden(yours, draw, check):
 
 # -- Exercise 5: ModuleList.__repr__ (given as behaviour only) ------------------------------------------------
 def draw_stack(draw, runs):
-    """Runs of equal layers (each run a new maker), as a list of fresh modules."""
+    """Runs of equal layers (each run a new maker), as a list of fresh modules: one run of a single layer and one of
+    several among them, whatever the seed, so that both kinds of line are always seen."""
     makers = [lambda: nn.ReLU(), lambda: nn.Identity(), lambda: nn.Dropout()]
     size = draw.int(1, 4), draw.int(1, 4)
     makers.append(lambda: nn.Linear(*size))
@@ -382,6 +383,8 @@ def draw_stack(draw, runs):
     for _ in range(runs):
         maker = draw.choice([m for m in makers if not chosen or m is not chosen[-1][0]])
         chosen.append((maker, draw.int(1, 3)))
+    single, several = draw.sample(range(runs), 2)
+    chosen[single], chosen[several] = (chosen[single][0], 1), (chosen[several][0], draw.int(2, 3))
     return [maker() for maker, count in chosen for _ in range(count)]
 
 
