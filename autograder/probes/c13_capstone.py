@@ -185,10 +185,16 @@ def crafted_hidden(yours, draw, check):
 
 
 # -- Exercise 2: train_epoch ----------------------------------------------------------------------------------------
+def batch_size_for(draw, rows, low, high):
+    """A batch size whose last batch is not a single row: BatchNorm1d refuses to normalise one row while training
+    (as torch's does), which would make every implementation, the reference's too, fail the same way."""
+    return draw.choice([size for size in range(low, high + 1) if rows % size != 1])
+
+
 @probe("c13_train_epoch_visible")
 def train_epoch_visible(yours, draw, check):
     problem = Problem(draw)
-    batch_size, seeds = draw.int(6, 12), [draw.int(0, 99) for _ in range(2)]
+    batch_size, seeds = batch_size_for(draw, problem.rows, 6, 12), [draw.int(0, 99) for _ in range(2)]
     hint = "see 13.3: train mode, shuffled batches, then zero_grad, forward, loss, backward, step for each batch."
     model = Once(lambda: problem.model().eval())
     optimizer = Once(lambda: make_optimizer(model().parameters()))
@@ -210,7 +216,7 @@ def train_epoch_visible(yours, draw, check):
 @probe("c13_train_epoch_hidden")
 def train_epoch_hidden(yours, draw, check):
     problem = Problem(draw)
-    batch_size, seeds = draw.int(5, 9), [draw.int(0, 99) for _ in range(2)]
+    batch_size, seeds = batch_size_for(draw, problem.rows, 5, 9), [draw.int(0, 99) for _ in range(2)]
     model = Once(problem.model)
     optimizer = Once(lambda: make_optimizer(model().parameters()))
     check(f"losses of two epochs of {problem.rows} rows in batches of {batch_size} (the last one may be shorter)",
