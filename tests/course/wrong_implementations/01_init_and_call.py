@@ -196,6 +196,46 @@ def prediction(x):
     ),
     dict(
         grade_id="c01_module_init",
+        mistake="extra-arguments-ignored",
+        feedback="accepting them silently hides",
+        edits=[
+            ("    if kwargs:\n"
+             "        raise TypeError(f\"{type(self).__name__}.__init__() got an unexpected keyword argument '{next(iter(kwargs))}'\")\n"
+             "    if args:\n"
+             "        raise TypeError(f\"{type(self).__name__}.__init__() takes 1 positional argument but {len(args) + 1} were given\")\n",
+             ""),
+        ],
+    ),
+    dict(
+        grade_id="c01_module_init",
+        mistake="no-extra-arguments-in-signature",
+        feedback="Python's own error names module_init",
+        edits=[
+            ("def module_init(self, *args, **kwargs):\n", "def module_init(self):\n"),
+            ("    if kwargs:\n"
+             "        raise TypeError(f\"{type(self).__name__}.__init__() got an unexpected keyword argument '{next(iter(kwargs))}'\")\n"
+             "    if args:\n"
+             "        raise TypeError(f\"{type(self).__name__}.__init__() takes 1 positional argument but {len(args) + 1} were given\")\n",
+             ""),
+        ],
+    ),
+    dict(
+        grade_id="c01_module_init",
+        mistake="positional-refused-before-keyword",
+        feedback="a keyword argument is refused first",
+        edits=[
+            ("    if kwargs:\n"
+             "        raise TypeError(f\"{type(self).__name__}.__init__() got an unexpected keyword argument '{next(iter(kwargs))}'\")\n"
+             "    if args:\n"
+             "        raise TypeError(f\"{type(self).__name__}.__init__() takes 1 positional argument but {len(args) + 1} were given\")\n",
+             "    if args:\n"
+             "        raise TypeError(f\"{type(self).__name__}.__init__() takes 1 positional argument but {len(args) + 1} were given\")\n"
+             "    if kwargs:\n"
+             "        raise TypeError(f\"{type(self).__name__}.__init__() got an unexpected keyword argument '{next(iter(kwargs))}'\")\n"),
+        ],
+    ),
+    dict(
+        grade_id="c01_module_init",
         mistake="init-delegates-to-reference",
         feedback="does not exist while grading",
         source="module_init = nn.Module.__init__",
