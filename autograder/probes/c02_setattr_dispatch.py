@@ -154,6 +154,16 @@ def module_setattr_hidden(yours, draw, check):
     check("The stored child is what a registration hook returned", replaced,
           hint="a global module-registration hook's return value replaces the module that is stored (step 3)")
 
+    taken = draw.name()
+
+    def module_over_parameter():
+        setattr(m, taken, parameter(draw))
+        setattr(m, taken, nn.Module())
+    check(f"Assigning a Module to {taken!r}, which is already a parameter", module_over_parameter,
+          phrase=f"as parameter '{taken}'",
+          hint="step 2 comes before step 3: a name that is already a parameter takes only a Parameter or None, "
+               "even when the value is a Module; the parameter must stay (section 2.2)")
+
 
 # -- exercise 2: module_getattr ---------------------------------------------------------------------------------
 @probe("c02_module_getattr_visible")
@@ -225,6 +235,13 @@ def module_delattr_hidden(yours, draw, check):
           hint="del removes only the name deleted (section 2.5)")
     check(f"Deleting the unknown attribute {never_set!r}", lambda: delattr(m, never_set), phrase=never_set,
           hint="deleting an unknown attribute must raise AttributeError (object.__delattr__, section 2.5)")
+    both = draw.name()
+    vars(m)["_parameters"][both] = parameter(draw)
+    vars(m)["_modules"][both] = nn.Module()
+    check(f"Where {both!r}, held by both _parameters and _modules, lives after one del",
+          lambda: (delattr(m, both), where(m, both))[1],
+          hint="one del removes the name from one container only, the first that holds it in __getattr__'s order "
+               "(_parameters, then _buffers, then _modules); the other entry stays (section 2.5)")
 
 
 # -- exercise 4: module_dir -------------------------------------------------------------------------------------

@@ -285,4 +285,44 @@ def add_module(self, name, module):
     return nn.Module.add_module(self, name, module)
 ''',
     ),
+    dict(
+        grade_id="c02_module_setattr",
+        mistake="module-before-parameter-name",
+        feedback="step 2 comes before step 3",
+        edits=[("    elif params is not None and name in params:\n",
+                "    elif params is not None and name in params and not isinstance(value, nn.Module):\n")],
+    ),
+    dict(
+        grade_id="c02_module_delattr",
+        mistake="deletes-from-every-container",
+        feedback="the other entry stays",
+        source='''
+def module_delattr(self, name):
+    found = False
+    for container in (self._parameters, self._buffers, self._modules):
+        if name in container:
+            del container[name]
+            found = True
+    self._non_persistent_buffers_set.discard(name)
+    if not found:
+        object.__delattr__(self, name)
+''',
+    ),
+    dict(
+        grade_id="c02_module_delattr",
+        mistake="modules-deleted-first",
+        feedback="the first that holds it in __getattr__'s order",
+        source='''
+def module_delattr(self, name):
+    if name in self._modules:
+        del self._modules[name]
+    elif name in self._parameters:
+        del self._parameters[name]
+    elif name in self._buffers:
+        del self._buffers[name]
+        self._non_persistent_buffers_set.discard(name)
+    else:
+        object.__delattr__(self, name)
+''',
+    ),
 ]
