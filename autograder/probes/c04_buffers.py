@@ -161,9 +161,12 @@ def tracker(draw):
 @probe("c04_predict_state_visible")
 def predict_state_visible(yours, draw, check):
     module = tracker(draw)
-    check("your predicted_state_keys gives one key per saved entry",
-          lambda: len(yours.predicted_state_keys(module)),
-          hint="own parameters, own saved buffers, then each child's entries with its name and a dot in front")
+    held = {*vars(module), *module._parameters, *module._buffers}
+    check("your predicted_state_keys returns a list of keys: names the module holds, or a child's name, a dot and a "
+          "key", lambda: (lambda keys: isinstance(keys, list) and all(
+              isinstance(key, str) and (key in held or key.split(".", 1)[0] in module._modules) for key in keys))(
+              yours.predicted_state_keys(module)),
+          hint="return a list of strings such as 'scale' or 'norm.weight', without calling state_dict (exercise 3)")
 
 
 @probe("c04_predict_state_hidden")
