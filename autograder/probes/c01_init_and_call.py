@@ -113,6 +113,17 @@ def module_init_hidden(yours, draw, check):
     check("Hooks registered with with_kwargs and always_call, counted per hook dict", hooks_registered,
           hint="the registration methods need every hook dict of section 1.1, the kwargs ones included")
 
+    Sub = initialised_class(yours, draw)
+    extra, keyword = [draw.int(1, 64) for _ in range(draw.int(1, 3))], draw.name()
+    refuse = ("module_init must refuse extra arguments itself, with torch's TypeError naming the class being built "
+              "(exercise 1): accepting them silently hides a subclass's super().__init__(features) slip, and "
+              "Python's own error names module_init, not the class")
+    check(f"{Sub.__name__}(*{extra}): Module.__init__ called with {len(extra)} extra positional argument(s)",
+          lambda: Sub(*extra), hint=refuse)
+    check(f"{Sub.__name__}({extra[0]}, {keyword}=True): an extra positional and an extra keyword argument",
+          lambda: Sub(extra[0], **{keyword: True}),
+          hint="a keyword argument is refused first, naming the first keyword (exercise 1); " + refuse)
+
 
 def default_forward_class(yours, draw):
     """A subclass, under a drawn name, of a module whose forward is the learner's default."""

@@ -4,7 +4,7 @@ Each exercise's tests run where its test cells stand, before the later exercises
 kernel's modulecraft has none of this chapter's methods, so a probe goes through nothing but the exercise it tests:
 fixtures are filled by writing the containers directly (`vars(module)["_parameters"][name] = ...`), children have
 no attributes of their own (`nn.Module()`, `nn.Identity()`), and where the reference's registration methods ask
-`hasattr(self, name)` (which ends in `__getattr__`, exercise 2) the module under test answers with
+`hasattr(self, name)` (which ends in `__getattr__`, exercise 3) the module under test answers with
 `attribute_missing`, which finds nothing, as `__getattr__` finds nothing for those names.
 """
 
@@ -52,7 +52,7 @@ def remove(handles):
         handle.remove()
 
 
-# -- exercise 1: module_setattr ---------------------------------------------------------------------------------
+# -- exercise 2: module_setattr ---------------------------------------------------------------------------------
 @probe("c02_module_setattr_visible")
 def module_setattr_visible(yours, draw, check):
     Dispatching = with_method(yours, "__setattr__", "module_setattr", draw)
@@ -154,8 +154,18 @@ def module_setattr_hidden(yours, draw, check):
     check("The stored child is what a registration hook returned", replaced,
           hint="a global module-registration hook's return value replaces the module that is stored (step 3)")
 
+    taken = draw.name()
 
-# -- exercise 2: module_getattr ---------------------------------------------------------------------------------
+    def module_over_parameter():
+        setattr(m, taken, parameter(draw))
+        setattr(m, taken, nn.Module())
+    check(f"Assigning a Module to {taken!r}, which is already a parameter", module_over_parameter,
+          phrase=f"as parameter '{taken}'",
+          hint="step 2 comes before step 3: a name that is already a parameter takes only a Parameter or None, "
+               "even when the value is a Module; the parameter must stay (section 2.2)")
+
+
+# -- exercise 3: module_getattr ---------------------------------------------------------------------------------
 @probe("c02_module_getattr_visible")
 def module_getattr_visible(yours, draw, check):
     Reading = with_method(yours, "__getattr__", "module_getattr", draw)
@@ -194,7 +204,7 @@ def module_getattr_hidden(yours, draw, check):
           hint="look in _parameters first, then _buffers, then _modules (section 2.4)")
 
 
-# -- exercise 3: module_delattr ---------------------------------------------------------------------------------
+# -- exercise 4: module_delattr ---------------------------------------------------------------------------------
 @probe("c02_module_delattr_visible")
 def module_delattr_visible(yours, draw, check):
     Deleting = with_method(yours, "__delattr__", "module_delattr", draw)
@@ -225,9 +235,16 @@ def module_delattr_hidden(yours, draw, check):
           hint="del removes only the name deleted (section 2.5)")
     check(f"Deleting the unknown attribute {never_set!r}", lambda: delattr(m, never_set), phrase=never_set,
           hint="deleting an unknown attribute must raise AttributeError (object.__delattr__, section 2.5)")
+    both = draw.name()
+    vars(m)["_parameters"][both] = parameter(draw)
+    vars(m)["_modules"][both] = nn.Module()
+    check(f"Where {both!r}, held by both _parameters and _modules, lives after one del",
+          lambda: (delattr(m, both), where(m, both))[1],
+          hint="one del removes the name from one container only, the first that holds it in __getattr__'s order "
+               "(_parameters, then _buffers, then _modules); the other entry stays (section 2.5)")
 
 
-# -- exercise 4: module_dir -------------------------------------------------------------------------------------
+# -- exercise 5: module_dir -------------------------------------------------------------------------------------
 @probe("c02_module_dir_visible")
 def module_dir_visible(yours, draw, check):
     Listing = with_method(yours, "__dir__", "module_dir", draw)
@@ -264,7 +281,7 @@ def module_dir_hidden(yours, draw, check):
                "digit, sorted (section 2.5)")
 
 
-# -- exercise 5: add_module -------------------------------------------------------------------------------------
+# -- exercise 6: add_module -------------------------------------------------------------------------------------
 def error_of(call) -> list:
     """[type name, message] of what `call()` raised, or [None, None]."""
     try:
@@ -332,7 +349,7 @@ def add_module_hidden(yours, draw, check):
           hint="a registration hook's return value replaces the module that is stored (section 2.6)")
 
 
-# -- exercise 6: predict, then run ------------------------------------------------------------------------------
+# -- exercise 1: predict, then run ------------------------------------------------------------------------------
 
 
 @probe("c02_predict_filing_visible")
@@ -345,7 +362,7 @@ def predict_filing_visible(yours, draw, check):
                    for answer in answers)
     check("prediction(first, second) returns a list of container names, or 'TypeError' or 'KeyError'", form,
           hint="name the containers '__dict__', '_parameters', '_modules', '_buffers', "
-               "'_non_persistent_buffers_set' (exercise 6)")
+               "'_non_persistent_buffers_set' (exercise 1)")
 
 
 @probe("c02_predict_filing_hidden")

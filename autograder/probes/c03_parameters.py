@@ -57,8 +57,10 @@ def parameter_visible(yours, draw, check):
           hint="__new__ returns np.asarray(data).view(cls) (section 3.2)")
     check("isinstance(Parameter(values), nn.Parameter)", lambda: isinstance(yours.Parameter(values), nn.Parameter),
           hint="set the class attribute _is_param = True (section 3.3)")
-    check("Parameter(values) shares memory with values", lambda: np.shares_memory(yours.Parameter(values), values),
-          hint="use np.asarray(data).view(cls), which does not copy (section 3.2)")
+    check("Parameter(values) is a view of values, not a copy (they share memory)",
+          lambda: np.shares_memory(yours.Parameter(values), values),
+          hint="Parameter(values) made a copy of values: np.array(data) copies, np.asarray(data).view(cls) views "
+               "the same memory and does not copy (section 3.2)")
     check("Parameter(values).requires_grad", lambda: yours.Parameter(values).requires_grad,
           hint="the default is True (section 3.1)")
     check("Parameter(values, requires_grad=False).requires_grad",
@@ -101,7 +103,7 @@ def parameter_hidden(yours, draw, check):
           hint="p += 1 must update the parameter in place and keep it a Parameter (section 3.2)")
 
 
-# -- exercise 2: register_parameter -----------------------------------------------------------------------------
+# -- exercise 3: register_parameter -----------------------------------------------------------------------------
 @probe("c03_register_parameter_visible")
 def register_parameter_visible(yours, draw, check):
     layer = registering_class(yours)()
@@ -111,7 +113,8 @@ def register_parameter_visible(yours, draw, check):
           hint="a new name and a Parameter pass every check (section 3.4)")
     check(f"layer._parameters['{name}'] is p after register_parameter('{name}', p)",
           lambda: layer._parameters.get(name) is weight,
-          hint="store the parameter itself in self._parameters[name] (section 3.4)")
+          hint="register_parameter stored a copy of p (or nothing): store the parameter object itself, "
+               "self._parameters[name] = param, so that training it trains the module (section 3.4)")
     check(f"register_parameter('{left}.{right}', p)", lambda: layer.register_parameter(f"{left}.{right}", weight),
           hint="dots are not allowed in a name (section 3.4)", phrase='contain "."')
     check(f"register_parameter('{plain}', np.ones(2))", lambda: layer.register_parameter(plain, np.ones(2)),
@@ -150,7 +153,7 @@ def register_parameter_hidden(yours, draw, check):
                "table)", phrase="empty string")
 
 
-# -- exercise 3: predict register_parameter's outcomes ----------------------------------------------------------
+# -- exercise 2: predict register_parameter's outcomes ----------------------------------------------------------
 def scenario(names):
     """A module with a parameter, a plain attribute and a child, filed in its containers directly."""
     weight, note, child = names
@@ -179,12 +182,11 @@ def outcomes(yours, names, chosen):
 @probe("c03_predict_registration_visible")
 def predict_visible(yours, draw, check):
     names = draw.names(3)
-    fresh = draw.name()
-    value = draw.choice([nn.Parameter(np.ones(1, dtype=np.float32)), np.ones(1), None])
-    check(f"your predicted_outcome for register_parameter('{fresh}', {type(value).__name__}) on a new name",
-          lambda: yours.predicted_outcome(scenario(names), fresh, value),
-          hint="return 'ok' or the name of the exception: a new name passes the name checks, then the value is "
-               "checked (section 3.4, last row)")
+    chosen = calls(draw, names)
+    check(f"your predicted_outcome gives, for each of {len(chosen)} calls, 'ok' or an exception's name",
+          lambda: all(outcome in OUTCOMES for outcome in outcomes(yours, names, chosen)),
+          hint="return 'ok', 'KeyError', 'TypeError' or 'AttributeError' (a string), without calling "
+               "register_parameter (exercise 2)")
 
 
 @probe("c03_predict_registration_hidden")

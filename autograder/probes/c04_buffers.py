@@ -48,7 +48,7 @@ def with_buffers(entries):
     return module
 
 
-# -- exercise 1: register_buffer --------------------------------------------------------------------------------
+# -- exercise 2: register_buffer --------------------------------------------------------------------------------
 @probe("c04_register_buffer_visible")
 def register_buffer_visible(yours, draw, check):
     Registering = registering_class(yours)
@@ -103,7 +103,7 @@ def register_buffer_hidden(yours, draw, check):
           phrase="contain")
 
 
-# -- exercise 2: saved_buffers ----------------------------------------------------------------------------------
+# -- exercise 3: saved_buffers ----------------------------------------------------------------------------------
 @probe("c04_saved_buffers_visible")
 def saved_buffers_visible(yours, draw, check):
     features = draw.int(1, 4)
@@ -136,34 +136,40 @@ def saved_buffers_hidden(yours, draw, check):
           hint="return the buffer objects themselves, not copies (section 4.2)")
 
 
-# -- exercise 3: predict the state_dict's keys ------------------------------------------------------------------
+# -- exercise 1: predict the state_dict's keys ------------------------------------------------------------------
 def tracker(draw):
-    """A module holding state in every way the chapter shows, in a drawn order, with drawn names."""
-    scale, count, cache, missing, history, norm, total = draw.names(7)
+    """A module holding state in every way the chapter shows, in a drawn order, with drawn names, written into its
+    containers directly: the prediction comes before register_buffer is written, so the fixture goes through no
+    one's register_buffer (a child Linear registers parameters only)."""
+    scale, count, cache, missing, history, child, total = draw.names(7)
     module = nn.Module()
+    state = vars(module)
     steps = [
-        lambda: setattr(module, scale, nn.Parameter(np.ones(2, dtype=np.float32))),
-        lambda: module.register_buffer(count, np.zeros((), dtype=np.int64)),
-        lambda: module.register_buffer(cache, np.zeros(2), persistent=False),
-        lambda: module.register_buffer(missing, None),
-        lambda: setattr(module, history, np.zeros(3)),
-        lambda: setattr(module, norm, nn.BatchNorm1d(2)),
-        lambda: setattr(module, total, nn.Buffer(np.zeros(1), persistent=draw.coin())),
+        lambda: state["_parameters"].update({scale: nn.Parameter(np.ones(2, dtype=np.float32))}),
+        lambda: state["_buffers"].update({count: np.zeros((), dtype=np.int64)}),
+        lambda: (state["_buffers"].update({cache: np.zeros(2)}), state["_non_persistent_buffers_set"].add(cache)),
+        lambda: state["_buffers"].update({missing: None}),
+        lambda: state.update({history: np.zeros(3)}),
+        lambda: state["_modules"].update({child: nn.Linear(2, 2)}),
+        lambda: (state["_buffers"].update({total: np.zeros(1)}),
+                 draw.coin() or state["_non_persistent_buffers_set"].add(total)),
     ]
     for step in draw.shuffled(steps):
         step()
-    setattr(module, cache, np.ones(2))  # an existing buffer name: stays a buffer, keeps its persistence
     if draw.coin():
-        module.register_parameter(draw.name(), None)
+        state["_parameters"][draw.name()] = None
     return module
 
 
 @probe("c04_predict_state_visible")
 def predict_state_visible(yours, draw, check):
     module = tracker(draw)
-    check("your predicted_state_keys gives one key per saved entry",
-          lambda: len(yours.predicted_state_keys(module)),
-          hint="own parameters, own saved buffers, then each child's entries with its name and a dot in front")
+    held = {*vars(module), *module._parameters, *module._buffers}
+    check("your predicted_state_keys returns a list of keys: names the module holds, or a child's name, a dot and a "
+          "key", lambda: (lambda keys: isinstance(keys, list) and all(
+              isinstance(key, str) and (key in held or key.split(".", 1)[0] in module._modules) for key in keys))(
+              yours.predicted_state_keys(module)),
+          hint="return a list of strings such as 'scale' or 'norm.weight', without calling state_dict (exercise 1)")
 
 
 @probe("c04_predict_state_hidden")

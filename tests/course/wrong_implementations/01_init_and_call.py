@@ -13,6 +13,18 @@ _HOOK_GATE = (
     "    for hook in (*global_pre.values(), *self._forward_pre_hooks.values()):\n"
 )
 
+# The solution's refusal of extra arguments (keywords first, as torch 2.13's Module.__init__).
+_REFUSE_KEYWORDS = (
+    "    if kwargs:\n"
+    "        raise TypeError(f\"{type(self).__name__}.__init__() got an unexpected keyword argument "
+    "'{next(iter(kwargs))}'\")\n"
+)
+_REFUSE_POSITIONAL = (
+    "    if args:\n"
+    "        raise TypeError(f\"{type(self).__name__}.__init__() takes 1 positional argument but "
+    "{len(args) + 1} were given\")\n"
+)
+
 WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id="c01_module_init",
@@ -193,6 +205,25 @@ def prediction(x):
             ("    for hook in (*global_post.values(), *self._forward_hooks.values()):\n",
              "    for hook in (*self._forward_hooks.values(), *global_post.values()):\n"),
         ],
+    ),
+    dict(
+        grade_id="c01_module_init",
+        mistake="extra-arguments-ignored",
+        feedback="accepting them silently hides",
+        edits=[(_REFUSE_KEYWORDS + _REFUSE_POSITIONAL, "")],
+    ),
+    dict(
+        grade_id="c01_module_init",
+        mistake="no-extra-arguments-in-signature",
+        feedback="Python's own error names module_init",
+        edits=[("def module_init(self, *args, **kwargs):\n", "def module_init(self):\n"),
+               (_REFUSE_KEYWORDS + _REFUSE_POSITIONAL, "")],
+    ),
+    dict(
+        grade_id="c01_module_init",
+        mistake="positional-refused-before-keyword",
+        feedback="a keyword argument is refused first",
+        edits=[(_REFUSE_KEYWORDS + _REFUSE_POSITIONAL, _REFUSE_POSITIONAL + _REFUSE_KEYWORDS)],
     ),
     dict(
         grade_id="c01_module_init",

@@ -202,32 +202,25 @@ def module_dir(self):
     ),
     dict(
         grade_id="c02_predict_filing",
-        mistake="predicts-none-leaves-modules",
-        feedback="only None may replace a parameter or a child",
-        edits=[
-            ("    if before == [\"_modules\"]:                          # step 4: only None may replace a child\n"
-             "        return before if second == \"None\" else \"TypeError\"\n",
-             "    if before == [\"_modules\"]:\n"
-             "        return [\"__dict__\"] if second == \"None\" else \"TypeError\"\n"),
-        ],
+        mistake="predicts-container-names-joined",
+        feedback="name the containers '__dict__', '_parameters'",
+        source='''
+def prediction(first, second):
+    if second == "Parameter":
+        return "_parameters"
+    if second == "Linear":
+        return "_modules"
+    return "_buffers" if second.startswith("Buffer") else "__dict__"
+''',
     ),
     dict(
         grade_id="c02_predict_filing",
-        mistake="predicts-persistence-reset",
-        feedback="an array or None keeps a buffer's persistence",
-        edits=[
-            ("    return before                                       # a buffer keeps its persistence; else __dict__",
-             "    return before[:1]"),
-        ],
-    ),
-    dict(
-        grade_id="c02_predict_filing",
-        mistake="predicts-buffer-over-attribute-accepted",
-        feedback="an nn.Buffer needs a name that is free or already a buffer",
-        edits=[
-            ("        return homes[second] if before[0] == \"_buffers\" else \"KeyError\"\n",
-             "        return homes[second]\n"),
-        ],
+        mistake="predicts-exception-classes",
+        feedback="or 'TypeError' or 'KeyError'",
+        source='''
+def prediction(first, second):
+    return TypeError if first in ("Parameter", "Linear") and second not in (first, "None") else KeyError
+''',
     ),
     dict(
         grade_id="c02_module_setattr",
@@ -283,6 +276,46 @@ def module_dir(self):
         source='''
 def add_module(self, name, module):
     return nn.Module.add_module(self, name, module)
+''',
+    ),
+    dict(
+        grade_id="c02_module_setattr",
+        mistake="module-before-parameter-name",
+        feedback="step 2 comes before step 3",
+        edits=[("    elif params is not None and name in params:\n",
+                "    elif params is not None and name in params and not isinstance(value, nn.Module):\n")],
+    ),
+    dict(
+        grade_id="c02_module_delattr",
+        mistake="deletes-from-every-container",
+        feedback="the other entry stays",
+        source='''
+def module_delattr(self, name):
+    found = False
+    for container in (self._parameters, self._buffers, self._modules):
+        if name in container:
+            del container[name]
+            found = True
+    self._non_persistent_buffers_set.discard(name)
+    if not found:
+        object.__delattr__(self, name)
+''',
+    ),
+    dict(
+        grade_id="c02_module_delattr",
+        mistake="modules-deleted-first",
+        feedback="the first that holds it in __getattr__'s order",
+        source='''
+def module_delattr(self, name):
+    if name in self._modules:
+        del self._modules[name]
+    elif name in self._parameters:
+        del self._parameters[name]
+    elif name in self._buffers:
+        del self._buffers[name]
+        self._non_persistent_buffers_set.discard(name)
+    else:
+        object.__delattr__(self, name)
 ''',
     ),
 ]

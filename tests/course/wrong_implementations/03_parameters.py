@@ -20,7 +20,7 @@ WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id="c03_parameter",
         mistake="copies-data",
-        feedback="which does not copy",
+        feedback="Parameter(values) made a copy of values",
         edits=[
             ("        param = np.asarray(data).view(cls)\n",
              "        param = np.array(data).view(cls)\n"),
@@ -100,29 +100,24 @@ WRONG_IMPLEMENTATIONS = [
     ),
     dict(
         grade_id="c03_predict_registration",
-        mistake="predicts-child-name-free",
-        feedback="register_parameter does not remove it",
-        edits=[
-            ("    if hasattr(module, name) and name not in module._parameters:\n",
-             "    if (name in vars(module) or hasattr(type(module), name)) and name not in module._parameters:\n"),
-        ],
+        mistake="predicts-exception-classes",
+        feedback="(a string), without calling",
+        source='''
+def predicted_outcome(module, name, value):
+    if not isinstance(name, str):
+        return TypeError
+    if "." in name or name == "" or hasattr(module, name) and name not in module._parameters:
+        return KeyError
+    if value is not None and not isinstance(value, nn.Parameter):
+        return TypeError
+    return "ok"
+''',
     ),
     dict(
         grade_id="c03_predict_registration",
-        mistake="predicts-value-checked-first",
-        feedback="the name is checked before the value",
-        source='''
-def predicted_outcome(module, name, value):
-    if value is not None and not isinstance(value, nn.Parameter):
-        return "TypeError"
-    if not isinstance(name, str):
-        return "TypeError"
-    if "." in name or name == "":
-        return "KeyError"
-    if hasattr(module, name) and name not in module._parameters:
-        return "KeyError"
-    return "ok"
-''',
+        mistake="predicts-accepted-as-bool",
+        feedback="return 'ok', 'KeyError', 'TypeError' or 'AttributeError'",
+        edits=[('    return "ok"', '    return True')],
     ),
     dict(
         grade_id="c03_fixed_experts",
@@ -178,7 +173,7 @@ class FixedExperts(nn.Module):
     dict(
         grade_id="c03_register_parameter",
         mistake="stores-a-copy",
-        feedback="store the parameter itself",
+        feedback="register_parameter stored a copy of p",
         edits=[
             ("    self._parameters[name] = param",
              "    self._parameters[name] = None if param is None else nn.Parameter(np.array(param))"),

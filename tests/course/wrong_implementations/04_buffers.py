@@ -79,38 +79,21 @@ def saved_buffers(module):
     ),
     dict(
         grade_id="c04_predict_state",
-        mistake="predicts-persistence-ignored",
-        feedback="not persistent=False",
-        edits=[
-            ("             if buffer is not None and name not in module._non_persistent_buffers_set]\n",
-             "             if buffer is not None]\n"),
-        ],
-    ),
-    dict(
-        grade_id="c04_predict_state",
-        mistake="predicts-children-first",
-        feedback="own parameters first, then own buffers",
+        mistake="predicts-keys-as-one-string",
+        feedback="return a list of strings such as 'scale'",
         source='''
 def predicted_state_keys(module):
-    keys = []
-    for child_name, child in module._modules.items():
-        if child is not None:
-            keys += [child_name + "." + key for key in predicted_state_keys(child)]
-    keys += [name for name, param in module._parameters.items() if param is not None]
-    keys += [name for name, buffer in module._buffers.items()
-             if buffer is not None and name not in module._non_persistent_buffers_set]
-    return keys
+    return ", ".join([*module._parameters, *module._buffers])
 ''',
     ),
     dict(
         grade_id="c04_predict_state",
-        mistake="predicts-plain-array-saved",
-        feedback="a plain array attribute is neither",
-        edits=[
-            ("    for child_name, child in module._modules.items():\n",
-             "    keys += [name for name, value in vars(module).items() if isinstance(value, np.ndarray)]\n"
-             "    for child_name, child in module._modules.items():\n"),
-        ],
+        mistake="predicts-key-value-pairs",
+        feedback="without calling state_dict",
+        source='''
+def predicted_state_keys(module):
+    return [(name, value) for name, value in {**module._parameters, **module._buffers}.items() if value is not None]
+''',
     ),
     dict(
         grade_id="c04_fixed_encoding",
