@@ -15,6 +15,9 @@ YOURS = {
     "Adam": "modulecraft.optim.adam:Adam",
     "AdamW": "modulecraft.optim.adamw:AdamW",
 }
+# The notebook's AdamW is declared as a subclass of the learner's Adam (it inherits Adam's __init__), so an Adam that
+# cannot be built (e.g. one delegating to the reference's, which refuses while grading) costs AdamW its points too.
+BUILDS_ON = {"c12_adamw": ["c12_adam"]}
 
 
 # -- Exercise 1: param groups ----------------------------------------------------------------------------------------
@@ -335,7 +338,8 @@ def adam_visible(yours, draw, check):
 @probe("c12_adam_hidden")
 def adam_hidden(yours, draw, check):
     lr, betas, decay = draw.choice([0.1, 0.05]), draw_betas(draw), draw.choice([0.1, 0.5, 1.0])
-    plain, decayed, gaps = draw_steps(draw, 2), draw_steps(draw, 3), draw_steps(draw, 4, middle_without_grad=True)
+    plain, decayed, gaps = draw_steps(draw, 2), draw_steps(draw, 3), draw_steps(draw, 4)
+    gaps[1][draw.int(1, 2)][1] = None  # not at the last step: the steps after it tell the step counts apart
     check(f"after two steps of Adam(lr={lr}, betas={betas}), each parameter's state: (sorted keys, step, exp_avg, "
           "exp_avg_sq)", lambda: run_with_state(yours.Adam, plain, lr=lr, betas=betas)[1], close=True,
           hint="see 12.5: state[p] holds exactly 'step' (a count), 'exp_avg' and 'exp_avg_sq', named as torch's.")
