@@ -1,18 +1,23 @@
-"""Chapter 12's tests: param groups, SGD with momentum, the optimizer's state_dict."""
+"""Chapter 12's tests: param groups, SGD with momentum, the optimizer's state_dict, Adam and AdamW."""
 import numpy as np
 
-from modulecraft import nn, optim
+from modulecraft import nn, no_grad, optim
 
 from . import Reference, probe
 
 # The learner's names in this chapter, and where the reference keeps each: while grading, these do not exist in
 # the kernel's modulecraft (`autograder.answer_key`): `optim.SGD` refuses to be built, and every optimizer's
-# `state_dict()` is the learner's `optimizer_state_dict`.
+# `state_dict()` is the learner's `optimizer_state_dict`; `optim.Adam` and `optim.AdamW` refuse to be built too.
 YOURS = {
     "param_groups": "modulecraft.exercises.c12_optimizers:param_groups",
     "SGD": "modulecraft.optim.sgd:SGD",
     "optimizer_state_dict": "modulecraft.optim.optimizer:Optimizer.state_dict",
+    "Adam": "modulecraft.optim.adam:Adam",
+    "AdamW": "modulecraft.optim.adamw:AdamW",
 }
+# The notebook's AdamW is declared as a subclass of the learner's Adam (it inherits Adam's __init__), so an Adam that
+# cannot be built (e.g. one delegating to the reference's, which refuses while grading) costs AdamW its points too.
+BUILDS_ON = {"c12_adamw": ["c12_adam"]}
 
 
 # -- Exercise 1: param groups ----------------------------------------------------------------------------------------
@@ -192,9 +197,30 @@ def predict_indices_hidden(yours, draw, check):
 
 
 # -- Exercise 4: the optimizer's state_dict ---------------------------------------------------------------------------
+class SignSteps(optim.Optimizer):
+    """A made-up optimizer with state (a step count and the previous gradient's sign per parameter), none of the
+    learner's, so that this exercise stands alone: p -= lr * (sign(grad) + sign(previous grad)) / 2."""
+
+    def __init__(self, params, lr, weight_decay=0.0):
+        super().__init__(params, dict(lr=lr, weight_decay=weight_decay))
+
+    def step(self, closure=None):
+        with no_grad():
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    state = self.state[p]
+                    sign = np.sign(np.asarray(p.grad) + group["weight_decay"] * np.asarray(p))
+                    previous = state.get("previous_sign", sign)
+                    state["step"] = state.get("step", 0) + 1
+                    state["previous_sign"] = sign
+                    p -= group["lr"] * (sign + previous) / 2
+
+
 class Run:
-    """A model, its optimizer (its parameters shuffled into two groups; Adam, not the learner's SGD, so that this
-    exercise stands alone) and fixed data; `train(n)` runs n steps and returns the losses."""
+    """A model, its optimizer (its parameters shuffled into two groups; `SignSteps`, not one of the learner's, so
+    that this exercise stands alone) and fixed data; `train(n)` runs n steps and returns the losses."""
 
     def __init__(self, drawn, init_seed):
         widths, data, labels, order, cut, frozen = drawn
@@ -204,8 +230,8 @@ class Run:
         params = list(self.model.parameters())
         if frozen is not None:
             params[frozen].requires_grad_(False)
-        self.optimizer = optim.Adam([{"params": [params[i] for i in order[:cut]], "weight_decay": 0.01},
-                                     {"params": [params[i] for i in order[cut:]], "lr": 0.05}], lr=0.02)
+        self.optimizer = SignSteps([{"params": [params[i] for i in order[:cut]], "weight_decay": 0.01},
+                                    {"params": [params[i] for i in order[cut:]], "lr": 0.05}], lr=0.02)
         self.data, self.labels = data, labels
 
     def train(self, steps):
@@ -264,4 +290,126 @@ def state_dict_hidden(yours, draw, check):
     check("each group's options (everything but params)",
           lambda: [{k: v for k, v in g.items() if k != "params"}
                    for g in yours.optimizer_state_dict(run.optimizer)["param_groups"]],
-          hint="see 12.3: each group keeps all its options (lr, betas, weight_decay, ...) next to its params.")
+          hint="see 12.3: each group keeps all its options (lr, weight_decay, ...) next to its params.")
+
+
+# -- Exercise 5: Adam ----------------------------------------------------------------------------------------------------
+def draw_betas(draw):
+    return draw.choice([(0.9, 0.999), (0.8, 0.99), (0.5, 0.9)])
+
+
+def adam_state(optimizer, params):
+    """Per parameter (None when it has no state): its state's keys, step count, exp_avg and exp_avg_sq."""
+    def reduced(p):
+        state = optimizer.state.get(p)
+        if not state:
+            return None
+        return (sorted(state), float(state.get("step", float("nan"))),
+                np.asarray(state.get("exp_avg"), dtype=np.float64), np.asarray(state.get("exp_avg_sq"), dtype=np.float64))
+    return [reduced(p) for p in params]
+
+
+def run_with_state(optimizer_class, drawn, **options):
+    """`run_steps`, also returning each parameter's state after the last step."""
+    start, grads = drawn
+    params = [nn.Parameter(value.copy()) for value in start]
+    optimizer = optimizer_class([{"params": params[:3]}, {"params": params[3:], "weight_decay": 0.0}], **options)
+    for step_grads in grads:
+        for p, g in zip(params, step_grads):
+            p.grad = None if g is None else g.copy()
+        optimizer.step()
+    return [np.asarray(p, dtype=np.float64) for p in params], adam_state(optimizer, params)
+
+
+@probe("c12_adam_visible")
+def adam_visible(yours, draw, check):
+    lr, betas = draw.choice([0.1, 0.05, 0.01]), draw_betas(draw)
+    first, three = draw_steps(draw, 1), draw_steps(draw, 3)
+    check(f"one step of Adam(lr={lr}, betas={betas}): bias correction makes the first step move each entry by about "
+          "lr", lambda: run_steps(yours.Adam, first, lr=lr, betas=betas), close=True,
+          hint="see 12.5: divide exp_avg by 1 - beta1**t and exp_avg_sq by 1 - beta2**t (bias correction), t the "
+               "parameter's step count starting at 1; p -= lr * m_hat / (sqrt(v_hat) + eps).")
+    check(f"three steps of Adam(lr={lr}, betas={betas}): the parameters after each step",
+          lambda: run_steps(yours.Adam, three, lr=lr, betas=betas), close=True,
+          hint="see 12.5: exp_avg = beta1 * exp_avg + (1 - beta1) * g and exp_avg_sq = beta2 * exp_avg_sq + "
+               "(1 - beta2) * g * g, kept in state[p] between steps.")
+
+
+@probe("c12_adam_hidden")
+def adam_hidden(yours, draw, check):
+    lr, betas, decay = draw.choice([0.1, 0.05]), draw_betas(draw), draw.choice([0.1, 0.5, 1.0])
+    plain, decayed, gaps = draw_steps(draw, 2), draw_steps(draw, 3), draw_steps(draw, 4)
+    gaps[1][draw.int(1, 2)][1] = None  # not at the last step: the steps after it tell the step counts apart
+    check(f"after two steps of Adam(lr={lr}, betas={betas}), each parameter's state: (sorted keys, step, exp_avg, "
+          "exp_avg_sq)", lambda: run_with_state(yours.Adam, plain, lr=lr, betas=betas)[1], close=True,
+          hint="see 12.5: state[p] holds exactly 'step' (a count), 'exp_avg' and 'exp_avg_sq', named as torch's.")
+    check(f"three steps of Adam(lr={lr}, betas={betas}, weight_decay={decay}), the second group with weight_decay 0: "
+          "the decay enters the gradient before the averages",
+          lambda: run_steps(yours.Adam, decayed, lr=lr, betas=betas, weight_decay=decay), close=True,
+          hint="see 12.5: g = grad + group['weight_decay'] * p first; exp_avg and exp_avg_sq then average that g "
+               "(the decay is not added to the update after the adaptive scaling).")
+    check("four steps where the middle parameter of a group has no gradient at one step: (parameters, state): each "
+          "parameter counts its own steps",
+          lambda: run_with_state(yours.Adam, gaps, lr=lr, betas=betas), close=True,
+          hint="see 12.5: a parameter whose grad is None is skipped (no update, its state untouched); step is counted "
+               "per parameter in state[p]['step'], not once per optimizer.step().")
+    start, grad, loss = draw.array(2), draw.array(2), float(draw.int(1, 99))
+
+    def closure_and_grad():
+        p = nn.Parameter(start.copy())
+        p.grad = grad.copy()
+        returned = yours.Adam([p], lr=lr).step(lambda: loss)
+        return returned, np.asarray(p.grad, dtype=np.float64)
+    check("step(closure): (its result, p.grad afterwards)", closure_and_grad, close=True,
+          hint="see 12.5: step(closure) returns what the closure returns; step must not change p.grad.")
+
+
+# -- Exercise 6: predict one step with weight decay (graded on its form only) -----------------------------------------
+def _decay_prediction(yours):
+    """The learner's prediction; on the reference, a dict of the right form (the reference predicts nothing)."""
+    return {"adam": [0.0, 0.0], "adamw": [0.0, 0.0]} if isinstance(yours, Reference) else yours.decay_prediction
+
+
+@probe("c12_predict_decay_visible")
+def predict_decay_visible(yours, draw, check):
+    check("your prediction has the form {'adam': [two numbers], 'adamw': [two numbers]}",
+          lambda: (lambda p: isinstance(p, dict) and sorted(p) == ["adam", "adamw"]
+                   and all(len(p[key]) == 2 for key in p))(_decay_prediction(yours)),
+          hint="see exercise 6: the two entries of p after one step, for each optimizer.")
+
+
+@probe("c12_predict_decay_hidden")
+def predict_decay_hidden(yours, draw, check):
+    check("your prediction holds numbers",
+          lambda: all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                      for key in ("adam", "adamw") for v in _decay_prediction(yours)[key]),
+          hint="see exercise 6: write each value as a number such as 1.5.")
+
+
+# -- Exercise 7: AdamW (given as behaviour only) ----------------------------------------------------------------------
+@probe("c12_adamw_visible")
+def adamw_visible(yours, draw, check):
+    lr, decay = draw.choice([0.1, 0.05]), draw.choice([0.5, 1.0, 2.0])
+    drawn = draw_steps(draw, 3)
+    check(f"three steps of AdamW(lr={lr}, weight_decay={decay}), the second group with weight_decay 0: the "
+          "parameters after each step", lambda: run_steps(yours.AdamW, drawn, lr=lr, weight_decay=decay),
+          close=True, hint="see 12.6: AdamW first multiplies the parameter by 1 - lr * weight_decay, then takes "
+                           "Adam's step from averages of the plain gradient.")
+
+
+@probe("c12_adamw_hidden")
+def adamw_hidden(yours, draw, check):
+    lr, betas, decay = draw.choice([0.1, 0.2]), draw_betas(draw), draw.choice([0.5, 1.0, 2.0])
+    plain, gaps, default = draw_steps(draw, 2), draw_steps(draw, 4, middle_without_grad=True), draw_steps(draw, 2)
+    check(f"two steps of AdamW(lr={lr}, betas={betas}, weight_decay={decay}): (parameters, state): the averages see "
+          "the plain gradient", lambda: run_with_state(yours.AdamW, plain, lr=lr, betas=betas, weight_decay=decay),
+          close=True, hint="see 12.6: the decay multiplies the parameter by 1 - lr * weight_decay; it does not enter "
+                           "the gradient, so exp_avg and exp_avg_sq are Adam's averages of p.grad itself.")
+    check("four steps where the middle parameter of a group has no gradient at one step: a parameter without a "
+          "gradient is not shrunk either",
+          lambda: run_with_state(yours.AdamW, gaps, lr=lr, betas=betas, weight_decay=decay), close=True,
+          hint="see 12.6: a parameter whose grad is None is skipped entirely: no decay, no update, its state "
+               "untouched.")
+    check(f"two steps of AdamW(lr={lr}) without a weight_decay argument: the default weight_decay, 0.01, applies",
+          lambda: run_steps(yours.AdamW, default, lr=lr), close=True,
+          hint="see 12.6: AdamW's default weight_decay is 0.01, as torch's (Adam's is 0).")

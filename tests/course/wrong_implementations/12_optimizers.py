@@ -134,6 +134,103 @@ WRONG_IMPLEMENTATIONS = [
         edits=[("    state = {index_of[id(p)]: value for p, value in optimizer.state.items()}\n",
                 "    state = {index_of[id(p)]: dict(value) for p, value in optimizer.state.items()}\n")],
     ),
+    dict(
+        grade_id="c12_adam",
+        mistake="adam-no-bias-correction",
+        feedback="bias correction",
+        edits=[('                    m_hat = state["exp_avg"] / (1 - beta1**t)\n'
+                '                    v_hat = state["exp_avg_sq"] / (1 - beta2**t)\n',
+                '                    m_hat = state["exp_avg"]\n'
+                '                    v_hat = state["exp_avg_sq"]\n')],
+    ),
+    dict(
+        grade_id="c12_adam",
+        mistake="adam-decay-added-to-the-update",
+        feedback="the decay enters the gradient before the averages",
+        edits=[('                    if group["weight_decay"] != 0:\n'
+                '                        g = g + group["weight_decay"] * np.asarray(p)\n', ''),
+               ('                    p -= group["lr"] * m_hat / (np.sqrt(v_hat) + group["eps"])\n',
+                '                    p -= group["lr"] * (m_hat / (np.sqrt(v_hat) + group["eps"])\n'
+                '                                        + group["weight_decay"] * np.asarray(p))\n')],
+    ),
+    dict(
+        grade_id="c12_adam",
+        mistake="adam-one-step-count-per-optimizer",
+        feedback="not once per optimizer.step()",
+        edits=[('        loss = closure() if closure is not None else None\n        with modulecraft.no_grad():\n'
+                '            for group in self.param_groups:\n                beta1, beta2 = group["betas"]\n',
+                '        loss = closure() if closure is not None else None\n'
+                '        self.steps_taken = getattr(self, "steps_taken", 0) + 1\n'
+                '        with modulecraft.no_grad():\n'
+                '            for group in self.param_groups:\n                beta1, beta2 = group["betas"]\n'),
+               ('                    state["step"] += 1\n                    t = float(state["step"])\n'
+                '                    state["exp_avg"] *= beta1\n                    state["exp_avg"] += (1 - beta1) * g\n',
+                '                    state["step"] = np.array(self.steps_taken, dtype=np.float32)\n'
+                '                    t = float(state["step"])\n'
+                '                    state["exp_avg"] *= beta1\n                    state["exp_avg"] += (1 - beta1) * g\n')],
+    ),
+    dict(
+        grade_id="c12_adam",
+        mistake="adam-state-named-m-and-v",
+        feedback="named as torch's",
+        edits=[('                        state["exp_avg"] = np.zeros_like(np.asarray(p))\n'
+                '                        state["exp_avg_sq"] = np.zeros_like(np.asarray(p))\n'
+                '                    state["step"] += 1\n'
+                '                    t = float(state["step"])\n'
+                '                    state["exp_avg"] *= beta1\n'
+                '                    state["exp_avg"] += (1 - beta1) * g\n'
+                '                    state["exp_avg_sq"] *= beta2\n'
+                '                    state["exp_avg_sq"] += (1 - beta2) * g * g\n'
+                '                    m_hat = state["exp_avg"] / (1 - beta1**t)\n'
+                '                    v_hat = state["exp_avg_sq"] / (1 - beta2**t)\n'
+                '                    p -= group["lr"] * m_hat / (np.sqrt(v_hat) + group["eps"])\n',
+                '                        state["m"] = np.zeros_like(np.asarray(p))\n'
+                '                        state["v"] = np.zeros_like(np.asarray(p))\n'
+                '                    state["step"] += 1\n'
+                '                    t = float(state["step"])\n'
+                '                    state["m"] *= beta1\n'
+                '                    state["m"] += (1 - beta1) * g\n'
+                '                    state["v"] *= beta2\n'
+                '                    state["v"] += (1 - beta2) * g * g\n'
+                '                    m_hat = state["m"] / (1 - beta1**t)\n'
+                '                    v_hat = state["v"] / (1 - beta2**t)\n'
+                '                    p -= group["lr"] * m_hat / (np.sqrt(v_hat) + group["eps"])\n')],
+    ),
+    dict(
+        grade_id="c12_adamw",
+        mistake="adamw-decay-in-the-gradient",
+        feedback="does not enter the gradient",
+        edits=[("                    p *= 1 - group[\"lr\"] * group[\"weight_decay\"]\n", ""),
+               ("                    state[\"exp_avg\"] += (1 - beta1) * p.grad\n"
+                "                    state[\"exp_avg_sq\"] *= beta2\n"
+                "                    state[\"exp_avg_sq\"] += (1 - beta2) * p.grad * p.grad\n",
+                "                    g = p.grad + group[\"weight_decay\"] * np.asarray(p)\n"
+                "                    state[\"exp_avg\"] += (1 - beta1) * g\n"
+                "                    state[\"exp_avg_sq\"] *= beta2\n"
+                "                    state[\"exp_avg_sq\"] += (1 - beta2) * g * g\n")],
+    ),
+    dict(
+        grade_id="c12_adamw",
+        mistake="adamw-shrinks-parameters-without-gradient",
+        feedback="is not shrunk either",
+        edits=[("                for p in group[\"params\"]:\n"
+                "                    if p.grad is None:\n"
+                "                        continue\n"
+                "                    p *= 1 - group[\"lr\"] * group[\"weight_decay\"]\n",
+                "                for p in group[\"params\"]:\n"
+                "                    p *= 1 - group[\"lr\"] * group[\"weight_decay\"]\n"
+                "                    if p.grad is None:\n"
+                "                        continue\n")],
+    ),
+    dict(
+        grade_id="c12_adamw",
+        mistake="adamw-default-decay-of-adam",
+        feedback="default weight_decay, 0.01",
+        edits=[("    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):\n"
+                "        super().__init__(params, lr=lr",
+                "    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):\n"
+                "        super().__init__(params, lr=lr")],
+    ),
     # Solutions that hand the exercise back to the reference: while grading, the reference's own is gone.
     dict(
         grade_id="c12_param_groups",
@@ -152,5 +249,17 @@ WRONG_IMPLEMENTATIONS = [
         mistake="delegates-to-reference-state-dict",
         feedback="does not exist while grading",
         source="optimizer_state_dict = optim.Optimizer.state_dict",
+    ),
+    dict(
+        grade_id="c12_adam",
+        mistake="delegates-to-reference-adam",
+        feedback="does not exist while grading",
+        source="class Adam(optim.Adam):\n    pass",
+    ),
+    dict(
+        grade_id="c12_adamw",
+        mistake="delegates-to-reference-adamw",
+        feedback="does not exist while grading",
+        source="class AdamW(optim.AdamW):\n    pass",
     ),
 ]
