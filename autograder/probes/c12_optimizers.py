@@ -93,8 +93,8 @@ def draw_steps(draw, steps, middle_without_grad=False):
     """Four parameters' initial values and their gradients at each step (None: no gradient that step)."""
     start = [draw.array(*shape) for shape in SHAPES]
     grads = [[draw.array(*shape) for shape in SHAPES] for _ in range(steps)]
-    if middle_without_grad:  # the middle parameter of the first group has no gradient at one step after the first
-        grads[draw.int(1, steps - 1)][1] = None
+    if middle_without_grad:  # the middle parameter of the first group has no gradient at one step, neither the first
+        grads[draw.int(1, steps - 2)][1] = None  # nor the last: the steps around it show what the gap changed
     return start, grads
 
 
@@ -338,8 +338,7 @@ def adam_visible(yours, draw, check):
 @probe("c12_adam_hidden")
 def adam_hidden(yours, draw, check):
     lr, betas, decay = draw.choice([0.1, 0.05]), draw_betas(draw), draw.choice([0.1, 0.5, 1.0])
-    plain, decayed, gaps = draw_steps(draw, 2), draw_steps(draw, 3), draw_steps(draw, 4)
-    gaps[1][draw.int(1, 2)][1] = None  # not at the last step: the steps after it tell the step counts apart
+    plain, decayed, gaps = draw_steps(draw, 2), draw_steps(draw, 3), draw_steps(draw, 4, middle_without_grad=True)
     check(f"after two steps of Adam(lr={lr}, betas={betas}), each parameter's state: (sorted keys, step, exp_avg, "
           "exp_avg_sq)", lambda: run_with_state(yours.Adam, plain, lr=lr, betas=betas)[1], close=True,
           hint="see 12.5: state[p] holds exactly 'step' (a count), 'exp_avg' and 'exp_avg_sq', named as torch's.")
