@@ -172,11 +172,12 @@ class BackwardHook:
                     self.grad_outputs = hook_grad_outputs
                 if self.input_tensors_index is None:
                     # No input requires grad: no input node will fire, so the full hooks are called here. The
-                    # warning points past this hook and the engine's four frames, at the caller of .backward().
+                    # warning points past this hook and the engine's six frames (_call_node, _run_node, _walk,
+                    # run_backward, backward, Tensor.backward), at the caller of .backward().
                     warnings.warn("Full backward hook is firing when gradients are computed with respect to "
                                   "module outputs since no inputs require gradients. See "
                                   "https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html"
-                                  "#torch.nn.Module.register_full_backward_hook for more details.", stacklevel=6)
+                                  "#torch.nn.Module.register_full_backward_hook for more details.", stacklevel=8)
                     grad_inputs = (None,) * self.n_inputs
                     for user_hook in self.user_hooks:
                         result = user_hook(self.module, grad_inputs, self.grad_outputs)
