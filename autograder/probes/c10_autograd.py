@@ -267,9 +267,10 @@ class Relay(Node):
 def walk_graph(draw):
     """Nodes created leaves first, as a forward pass does: edges to earlier nodes (a repeated one: a tensor used
     twice), sometimes `(None, 0)`, sinks numbered as AccumulateGrad nodes (run as soon as ready), a node with two
-    outputs, factors of 1 (the same array goes along each such edge,
-    as AddBackward0 passes its gradient on) and None (nothing flows). Every node is reachable from the last one,
-    the root, which points at the two before it, the first of those at the second (a node reached along two paths).
+    outputs, factors of 1 (the same array goes along each such edge, as AddBackward0 passes its gradient on) and None
+    (nothing flows). Every node is reachable from the last one, the root. The root sends one array as it is to the
+    node two before it, then twice to the node just before it, which also points at the other: a node reached along
+    two paths, and an array that must not change while it waits in a buffer.
 
     Returns the nodes and how many edges point at each, counted as the edges are drawn: the walk's `dependencies`."""
     count = draw.int(6, 9)
@@ -278,14 +279,17 @@ def walk_graph(draw):
     for index in range(count):
         sink = index == 0 or (index < count - 2 and index != two_outputs and draw.int(0, 2) == 0)
         targets = [] if sink else [draw.int(max(0, index - 3), index - 1) for _ in range(draw.int(1, 3))]
+        fixed = []
         if index == count - 1:
-            targets = [index - 1, index - 2] + targets + [t for t in unreached if t < index - 2]
+            fixed = [index - 2, index - 1, index - 1]
+            targets += [t for t in unreached if t < index - 2]
         elif index == count - 2:
-            targets = [index - 1] + targets
-        edges_ = [(nodes[t], draw.int(0, 1) if t == two_outputs else 0) for t in targets]
+            fixed = [index - 1]
+        edges_ = [(nodes[t], draw.int(0, 1) if t == two_outputs else 0) for t in fixed + targets]
         if targets and draw.int(0, 3) == 0:
-            edges_.insert(draw.int(0, len(edges_)), (None, 0))
-        factors = [draw.choice((None, 1.0, 1.0, 2.0, 3.0, 4.0)) for _ in edges_]
+            edges_.insert(draw.int(len(fixed), len(edges_)), (None, 0))
+        factors = [1.0 if index == count - 1 and position < len(fixed) else
+                   draw.choice((None, 1.0, 1.0, 2.0, 3.0, 4.0)) for position in range(len(edges_))]
         node = Relay(f"n{index}", tuple(edges_), factors)
         if sink:  # as a leaf's AccumulateGrad: the highest numbers (distinct here: no ties to break)
             node._sequence_nr = sys.maxsize - index
@@ -294,7 +298,7 @@ def walk_graph(draw):
         for target, _ in edges_:
             if target is not None:
                 pointing[target] = pointing.get(target, 0) + 1
-        unreached = [t for t in unreached if t not in targets] + [index]
+        unreached = [t for t in unreached if t not in fixed + targets] + [index]
         nodes.append(node)
     return nodes, pointing
 
@@ -381,10 +385,10 @@ def walk_hidden(yours, draw, check):
           lambda: (walk(yours, nodes, pointing, roots, gradients, True, again), [freed(nodes), runs.sums])[1],
           close=True, hint="see 10.4: with retain_graph=True nothing is released: the graph can be walked again "
                            "(the gradients add up).")
-    declined = draw.sample([node.label for node in nodes[1:-1]], 2)
-    pruned = Runs(declined)
-    check(f"a walk where run_node declines {declined[0]} and {declined[1]} (returns None, as autograd.grad does for "
-          "nodes that lead to none of its inputs): the calls, then the nodes released",
+    declined = draw.choice([node.label for node in nodes[1:-2]])
+    pruned = Runs([declined])
+    check(f"a walk where run_node declines {declined} (returns None, as autograd.grad does for a node that leads to "
+          "none of its inputs): the calls, then the nodes released",
           lambda: (walk(yours, nodes, pointing, [(nodes[-1], 0)], [gradients[0]], False, pruned),
                    [pruned.calls, freed(nodes)])[1], close=True,
           hint="see 10.4: when run_node returns None the node did not run: it sends nothing and keeps its saved "

@@ -4,6 +4,10 @@ Order, as torch's: a node runs once every gradient flowing into it has arrived a
 nodes that are ready, the one created last runs first (highest sequence number), and ``AccumulateGrad``
 nodes run before any other. Around each node: the tensor hooks of its outputs (then ``retain_grad``), its
 pre-hooks, the node itself, its hooks. Unless ``retain_graph``, each node drops its saved values once run.
+
+The walk (``_walk``: when each node runs, on what, and freeing) is apart from how a node runs (``_run_node`` for
+``backward``, hooks included; ``_capturing`` for ``autograd.grad``): chapter 10's learners write the walk, and
+hooks fire the same under theirs.
 """
 
 from __future__ import annotations

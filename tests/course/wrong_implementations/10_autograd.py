@@ -108,10 +108,10 @@ accumulate_grad = AccumulateGrad.backward''',
         edits=[("            deliver(following, output_nr, grad)\n"
                 "            dependencies[following] -= 1\n"
                 "            if dependencies[following] == 0:\n"
-                "                heapq.heappush(ready, (-following._sequence_nr, next(tickets), following))\n",
+                "                heapq.heappush(ready, (-following._sequence_nr, next(tickets), following))",
                 "            if following not in buffers:\n"
                 "                heapq.heappush(ready, (-following._sequence_nr, next(tickets), following))\n"
-                "            deliver(following, output_nr, grad)\n")],
+                "            deliver(following, output_nr, grad)")],
     ),
     dict(
         grade_id="c10_walk",
