@@ -268,27 +268,31 @@ def walk_graph(draw):
     """Nodes created leaves first, as a forward pass does: edges to earlier nodes (a repeated one: a tensor used
     twice), sometimes `(None, 0)`, sinks numbered as AccumulateGrad nodes (run as soon as ready), a node with two
     outputs, factors of 1 (the same array goes along each such edge, as AddBackward0 passes its gradient on) and None
-    (nothing flows). Every node is reachable from the last one, the root. The root sends one array as it is to the
-    node two before it, then twice to the node just before it, which also points at the other: a node reached along
-    two paths, and an array that must not change while it waits in a buffer.
+    (nothing flows). Every node is reachable from the last one, the root. The root's first edges are fixed: to a
+    node only the root points at (`side`, ready first but older than the next one), then one array as it is to the
+    node two before the root and twice to the node just before it, which also points at the other: a node reached
+    along two paths, and an array that must not change while it waits in a buffer.
 
     Returns the nodes and how many edges point at each, counted as the edges are drawn: the walk's `dependencies`."""
     count = draw.int(6, 9)
+    side = count - 4
     two_outputs = draw.int(0, count - 3)
     nodes, pointing, unreached = [], {}, []
     for index in range(count):
-        sink = index == 0 or (index < count - 2 and index != two_outputs and draw.int(0, 2) == 0)
+        sink = index == 0 or (index < count - 2 and index not in (two_outputs, side) and draw.int(0, 2) == 0)
         targets = [] if sink else [draw.int(max(0, index - 3), index - 1) for _ in range(draw.int(1, 3))]
+        if index > side:
+            targets = [target for target in targets if target != side]
         fixed = []
         if index == count - 1:
-            fixed = [index - 2, index - 1, index - 1]
-            targets += [t for t in unreached if t < index - 2]
+            fixed = [side, index - 2, index - 1, index - 1]
+            targets += [t for t in unreached if t < side]
         elif index == count - 2:
             fixed = [index - 1]
         edges_ = [(nodes[t], draw.int(0, 1) if t == two_outputs else 0) for t in fixed + targets]
         if targets and draw.int(0, 3) == 0:
             edges_.insert(draw.int(len(fixed), len(edges_)), (None, 0))
-        factors = [1.0 if index == count - 1 and position < len(fixed) else
+        factors = [1.0 if index == count - 1 and 0 < position < len(fixed) else
                    draw.choice((None, 1.0, 1.0, 2.0, 3.0, 4.0)) for position in range(len(edges_))]
         node = Relay(f"n{index}", tuple(edges_), factors)
         if sink:  # as a leaf's AccumulateGrad: the highest numbers (distinct here: no ties to break)
@@ -368,7 +372,7 @@ def walk_visible(yours, draw, check):
 @probe("c10_walk_hidden")
 def walk_hidden(yours, draw, check):
     nodes, pointing = walk_graph(draw)
-    other = draw.int(0, len(nodes) - 3)
+    other = draw.int(0, len(nodes) - 4)  # not one of the two the root sends its one array to
     other_output = draw.int(0, nodes[other].num_outputs - 1)
     roots = [(nodes[-1], 0), (nodes[other], other_output), (nodes[-1], 0)]
     gradients = [float(draw.int(1, 4)) for _ in roots]
@@ -392,7 +396,7 @@ def walk_hidden(yours, draw, check):
           lambda: (walk(yours, nodes, pointing, [(nodes[-1], 0)], [gradients[0]], False, pruned),
                    [pruned.calls, freed(nodes)])[1], close=True,
           hint="see 10.4: when run_node returns None the node did not run: it sends nothing and keeps its saved "
-               "values.")
+               "values; a node that ran must release its saved values (retain_graph is False here).")
 
 
 # -- exercise 5: matmul and broadcasting ---------------------------------------------------------------------------
