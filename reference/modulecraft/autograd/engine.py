@@ -172,15 +172,17 @@ def _walk(roots: Sequence[tuple], root_grads: Sequence, dependencies: dict, reta
 
 
 class _Ready:
-    """A node in the ready queue, ordered by sequence number alone (highest first), never by identity."""
+    """A node in the ready queue, ordered by minus its sequence number alone (the highest number comes out first,
+    as in torch's heap; nodes sharing one, AccumulateGrad's, come out in the order the heap gives them and are never
+    compared themselves)."""
 
-    __slots__ = ("node", "_key")
+    __slots__ = ("key", "node")
 
     def __init__(self, node: Node) -> None:
-        self.node, self._key = node, -node._sequence_nr
+        self.key, self.node = -node._sequence_nr, node
 
     def __lt__(self, other: "_Ready") -> bool:
-        return self._key < other._key
+        return self.key < other.key
 
 
 def _run_node(node: Node, grads: list) -> tuple:
