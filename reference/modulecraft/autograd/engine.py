@@ -136,16 +136,15 @@ def _walk(roots: Sequence[tuple], root_grads: Sequence, dependencies: dict, reta
     """
     buffers: dict = {}
     ready: list = []
+    pop, push, buffer_of = heapq.heappop, heapq.heappush, buffers.get
     for (node, output_nr), grad in zip(roots, root_grads):
-        buffer = buffers.get(node)
+        buffer = buffer_of(node)
         if buffer is None:
             buffer = buffers[node] = [None] * node.num_outputs
             if node not in dependencies:
-                ready.append(_Ready(node))
+                push(ready, _Ready(node))  # one by one, in the roots' order, as torch's graph root sends them
         buffer[output_nr] = grad if buffer[output_nr] is None else buffer[output_nr] + grad
-    heapq.heapify(ready)
     grad = None
-    pop, push, buffer_of = heapq.heappop, heapq.heappush, buffers.get
     while ready:
         node = pop(ready).node
         grads = buffers.pop(node)
