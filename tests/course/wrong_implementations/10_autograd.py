@@ -172,6 +172,13 @@ accumulate_grad = AccumulateGrad.backward''',
     ),
     dict(
         grade_id="c10_walk",
+        mistake="roots-run-at-once",
+        feedback="a root that other nodes point at waits for them too",
+        edits=[("        if node not in buffers and node not in dependencies:\n",
+                "        if node not in buffers:\n")],
+    ),
+    dict(
+        grade_id="c10_walk",
         mistake="delegates-to-reference-walk",
         feedback="does not exist while grading",
         source='''_walk = engine._walk''',
