@@ -117,6 +117,19 @@ WRONG_IMPLEMENTATIONS = [
     ),
     dict(
         grade_id="c11_call_impl",
+        mistake="wrapped-inputs-not-used",
+        feedback="wrap the inputs (setup_input_hook) before forward",
+        edits=[("        args = backward_hook.setup_input_hook(args)\n", "        backward_hook.setup_input_hook(args)\n")],
+    ),
+    dict(
+        grade_id="c11_call_impl",
+        mistake="wrapped-output-not-returned",
+        feedback="the output (setup_output_hook) after",
+        edits=[("        result = backward_hook.setup_output_hook(result)\n",
+                "        backward_hook.setup_output_hook(result)\n")],
+    ),
+    dict(
+        grade_id="c11_call_impl",
         mistake="global-backward-hooks-ignored",
         feedback="A global full backward hook must fire too",
         edits=[("    full_backward_hooks, non_full_backward_hooks = self._get_backward_hooks()\n",
