@@ -128,14 +128,15 @@ def kernel_packages() -> tuple[str, ...]:
 def repository_secrets() -> list[Path]:
     """Every folder of the repository a kernel does not import from: the course sources with hidden tests, but
     also `.git` (their history), tests, built demos and workspaces; and the probes' source (kernels get the probes
-    already imported by their forkserver). And the whole reference wherever this process imports it from (e.g.
-    a copy installed in the venv) when kernels import a copy without the answer key."""
+    already imported by their forkserver); in a git worktree, its `.git` file (where the main checkout is). And the
+    whole reference wherever this process imports it from (e.g. a copy installed in the venv) when kernels import
+    a copy without the answer key."""
     repo = course_config.REPO_ROOT
-    secrets = [course_config.COURSE_SOURCE, repo / "autograder" / "probes"]
+    secrets = [course_config.COURSE_SOURCE, repo / "autograder" / "probes", repo / ".git"]
     keep = {repo / name for name in kernel_packages()}
     keep |= {repo / path.resolve().relative_to(repo).parts[0] for path in kernel_needs()
              if path.resolve().is_relative_to(repo) and path.resolve() != repo}
-    secrets += (p for p in repo.iterdir() if p.is_dir() and p not in keep)
+    secrets += (p for p in repo.iterdir() if p.is_dir() and p not in keep and p.name != ".git")
     if "reference" not in kernel_packages() and not any(answer_key.REFERENCE.is_relative_to(s) for s in secrets):
         secrets.append(answer_key.REFERENCE)
     return secrets
@@ -395,13 +396,26 @@ def _remove(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
+# The indices of the cells of this process's last notebook that ran over the per-cell time limit (nbclient
+# interrupted them). Only the grader can tell: a cell's outputs cannot (the interrupt raises KeyboardInterrupt in
+# the cell, which a learner's code can raise too, as it can raise an error of any name).
+timed_out: list[int] = []
+
+
 class ConfinedExecute(Execute):
-    """nbgrader's Execute, whose kernels' sandboxes are closed however the notebook ends.
+    """nbgrader's Execute, whose kernels' sandboxes are closed however the notebook ends, and which records the
+    cells it interrupts at the per-cell time limit (`timed_out`).
 
     A kernel that exits or is killed mid-notebook costs only the cells it did not run: the cells that ran keep
     their outputs (and scores), the others get an error output saying why, and the grader reports it."""
 
+    async def _async_handle_timeout(self, timeout, cell=None):
+        if cell is not None:
+            timed_out.append(next(index for index, other in enumerate(self.nb.cells) if other is cell))
+        return await super()._async_handle_timeout(timeout, cell)
+
     def preprocess(self, nb, resources, km=None):
+        timed_out.clear()
         try:
             return super().preprocess(nb, resources, km=km)
         except DeadKernelError:

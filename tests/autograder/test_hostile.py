@@ -103,6 +103,8 @@ SUBMISSIONS = {
     "ignores-sigint": (cells(add=IGNORES_SIGINT), 0, "needs review", "ignored the interrupt"),
     "swallows-interrupts": (cells(add=SWALLOWS_INTERRUPTS), 0, "needs review", "ignored the interrupt"),
     "os-exit": (cells(add="import os\nos._exit(1)"), 0, "needs review", "kernel exited"),
+    # (the interrupt at the time limit raises KeyboardInterrupt too: only the grader's own counts as a timeout)
+    "raises-keyboard-interrupt": (cells(add="def add(a, b):\n    raise KeyboardInterrupt"), 3, "graded", None),
     "memory-bomb": (cells(add=MEMORY_BOMB), 3, "graded", "cell add ran out of memory"),
     "fork-loop": (cells(add=FORK_LOOP), 3, "graded", "cell add hit the limit of"),
     "huge-output": (cells(add=HUGE_OUTPUT), 5, "graded", "the output of cell add was cut to 1000 lines"),
