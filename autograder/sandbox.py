@@ -514,7 +514,7 @@ def folders_to_rebuild(needed: list[Path], own: list[Path] = ()) -> list[tuple[P
         for folder, child in zip(chain[1:], chain[2:]):  # below the root
             if any(folder.is_relative_to(seen) for seen in whole):
                 break
-            if folder.parts[1] not in SYSTEM:
+            if folder.parts[1] not in SYSTEM or folder in PRIVATE:
                 folders.setdefault(folder, set()).add(child.name)
     for private in PRIVATE:
         folders.setdefault(private, set())
