@@ -14,9 +14,11 @@ apart):
   sees an allow-list: the system's folders an interpreter needs (`/usr`, `/etc`, `/lib*`, `/bin`, `/sbin`, `/dev`,
   `/proc`, `/sys`) and, of every other folder, only what lies on the way to what it needs (the interpreter, the
   venv, the repository's packages it imports, its modulecraft, its working folder): every other top-level folder
-  (`/opt`, `/srv`, `/home`, `/root`, `/mnt`, `/work`, most of `/var` and `/run`, ...) is hidden under an empty
-  mount, and a folder on the way is rebuilt with only the entries on the way. So no other copy of the reference
-  (a JupyterHub's, another clone, another worktree, another chapter's stripped copy, a pip cache) is in sight.
+  (`/opt`, `/srv`, `/home`, `/root`, `/mnt`, most of `/var` and `/run`, ...) is hidden under an empty
+  mount, and a folder on the way is rebuilt with only the entries on the way (which also opens one the
+  unprivileged user could not enter, e.g. a 0700 home holding the interpreter). So no other copy of the
+  reference (a JupyterHub's, another clone, another worktree, another chapter's stripped copy, a pip cache) is
+  in sight.
   Fresh `/tmp`, `/var/tmp`, `/run/lock` and `/dev/shm`; in the repository, every folder it does not import from
   (course sources with hidden tests, `.git`, tests, the probes' source) and the grading folder hidden; no new
   privileges (setuid programs grant nothing).
