@@ -71,7 +71,7 @@ print("ctypes:", ctypes.CDLL(None).getpid() == os.getpid())"""
 
 @pytest.mark.slow
 def test_forked_kernels_start_like_fresh_ones(toy_course, tmp_path):
-    """Two kernels forked from one server: no debugger, own random seeds, what a fresh kernel can use usable
+    """Two kernels forked from one server: no debugger, own random seeds, a working FFI
     (ctypes, which scikit-learn and scipy load); when grading runs as root and the machine allows
     namespaces, not root, not dumpable (the processes a kernel starts cannot read its memory), only the loopback
     network, in the PID namespace of the server (PID 1: when it ends, every kernel ends)."""
