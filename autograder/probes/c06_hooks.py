@@ -385,8 +385,9 @@ def run_forward_pre_hooks_hidden(yours, draw, check):
 @probe("c06_run_forward_hooks_visible")
 def run_forward_hooks_visible(yours, draw, check):
     run = forward_hooks_runner(yours)
-    # a nonzero output: with 0, out * factor is 0 again, and hooks that all see the first output look chained
-    factor, step, output = draw.int(2, 9), draw.int(1, 9), draw.choice([n for n in range(-20, 21) if n])
+    # a positive output: out * factor + step is then never out again (0, or -step / (factor - 1), would make
+    # hooks whose results are dropped look chained)
+    factor, step, output = draw.int(2, 9), draw.int(1, 9), draw.int(1, 20)
     key, value, arg = draw.name(), draw.int(0, 99), draw.int(0, 99)
     plain_before, plain_after = draw.int(0, 2), draw.int(0, 2)
 

@@ -1,8 +1,9 @@
 """Real nbgrader autograding of every chapter: solutions earn everything, untouched releases nothing, and each
 typical wrong implementation loses points on its own exercise with feedback that names the mistake.
 
-Per chapter, all submissions (solved, untouched, one student per wrong implementation) are graded in ONE run;
-none is held for review, and the solved, untouched and delegating ones hit no limit (no false alarms).
+Per chapter, all submissions are graded in ONE run: solved, untouched, delegating to the reference, and the wrong
+implementations packed several to a submission (one per exercise, never in exercises that build on each other:
+see `packs`); none is held for review, and the solved, untouched and delegating ones hit no limit.
 """
 from __future__ import annotations
 
@@ -27,6 +28,29 @@ WRONG = [pytest.param(chapter, wrong, id=f"{chapter}-{wrong['mistake']}")
          for chapter in CHAPTERS for wrong in wrong_implementations(chapter) if _worth_points(chapter, wrong["grade_id"])]
 
 
+def packs(chapter: str) -> list[list[dict]]:
+    """The chapter's wrong implementations worth points, several to a submission: at most one per exercise, and
+    never two exercises one of which builds on the other (its points could go with the other's mistake)."""
+    related = {(b, a) for b, calls in builds_on(chapter).items() for a in calls}
+    related |= {(a, b) for b, a in related}
+    result: list[list[dict]] = []
+    for wrong in (w for w in wrong_implementations(chapter) if _worth_points(chapter, w["grade_id"])):
+        exercise = wrong["grade_id"]
+        fits = (pack for pack in result if all(w["grade_id"] != exercise and (w["grade_id"], exercise) not in related
+                                               for w in pack))
+        pack = next(fits, None)
+        if pack is None:
+            result.append(pack := [])
+        pack.append(wrong)
+    return result
+
+
+def pack_of(chapter: str, mistake: str) -> tuple[str, list[dict]]:
+    """(the student id of the submission holding `mistake`, the mistakes in it)."""
+    return next((f"pack-{i}", pack) for i, pack in enumerate(packs(chapter))
+                if any(w["mistake"] == mistake for w in pack))
+
+
 @pytest.fixture(scope="session")
 def graded(course, release, tmp_path_factory):
     """graded(chapter) grades all of the chapter's submissions in one run (once) and returns the course."""
@@ -39,10 +63,13 @@ def graded(course, release, tmp_path_factory):
             course.submit("solved", chapter, _write(folder / "solved.ipynb", answers))
             course.submit("untouched", chapter, release(chapter))
             course.submit("delegates", chapter, _write(folder / "delegates.ipynb", delegating(answers, chapter)))
-            for wrong in wrong_implementations(chapter):
-                submission = with_cell_replaced(answers, wrong["grade_id"], wrong["source"])
-                course.submit(wrong["mistake"], chapter, _write(folder / f"{wrong['mistake']}.ipynb", submission))
+            for i, pack in enumerate(packs(chapter)):
+                submission = answers
+                for wrong in pack:
+                    submission = with_cell_replaced(submission, wrong["grade_id"], wrong["source"])
+                course.submit(f"pack-{i}", chapter, _write(folder / f"pack-{i}.ipynb", submission))
             reports[chapter] = course.grade(chapters=[chapter], force=True)
+            course.generate_feedback(chapters=[chapter])
         review = {o.student: o.needs_review for o in reports[chapter].needs_review}
         assert review == {}, f"submissions held for review instead of graded: {review}"
         notes = {o.student: o.notes for o in reports[chapter].outcomes
@@ -92,23 +119,28 @@ def test_solutions_that_delegate_to_the_reference_score_zero(chapter, graded):
 @pytest.mark.parametrize(("chapter", "wrong"), WRONG)
 def test_wrong_implementation_loses_points_and_feedback_names_it(chapter, wrong, graded):
     course = graded(chapter)
+    student, pack = pack_of(chapter, wrong["mistake"])
     full = graded_cells(read_notebook(chapter))
-    scores = {gid: score for gid, (score, _) in course.scores(wrong["mistake"], chapter).items()}
+    scores = {gid: score for gid, (score, _) in course.scores(student, chapter).items()}
     own = set(exercise_test_cells(wrong["grade_id"], full))
     assert sum(scores[g] for g in own) < sum(full[g] for g in own), f"{wrong['mistake']} kept full marks"
     # Graded mechanisms run on the learner's code everywhere in the grading kernel: an exercise that calls another
-    # may lose points with it, where the chapter's probes say it builds on it.
-    building = {g for b, calls in builds_on(chapter).items() if wrong["grade_id"] in calls
-                for g in exercise_test_cells(b, full)}
-    others = {g: scores[g] for g in full if g not in own | building and scores[g] != full[g]}
+    # may lose points with it, where the chapter's probes say it builds on it. (The other mistakes of the
+    # submission are in exercises that neither build on this one nor it on them.)
+    def reach(mistake):
+        return set(exercise_test_cells(mistake["grade_id"], full)) | {
+            g for b, calls in builds_on(chapter).items() if mistake["grade_id"] in calls
+            for g in exercise_test_cells(b, full)}
+    expected_losses = set().union(*(reach(w) for w in pack))
+    others = {g: scores[g] for g in full if g not in expected_losses and scores[g] != full[g]}
     assert others == {}, "a mistake in one exercise must not cost points in another it does not build on"
     # The phrase must come from a failing test of this exercise (hints also sit in the visible tests' source) ...
-    autograded = nbformat.read(course.root / "autograded" / wrong["mistake"] / chapter / f"{chapter}.ipynb", 4)
+    autograded = nbformat.read(course.root / "autograded" / student / chapter / f"{chapter}.ipynb", 4)
     errors = [f"{out.ename}: {out.evalue}" for cell in autograded.cells if nbgrader_meta(cell).get("grade_id") in own
               for out in cell.get("outputs", []) if out.output_type == "error"]
     assert any(wrong["feedback"] in error for error in errors), errors
     # ... and reach the learner in the feedback page.
-    assert wrong["feedback"] in _text(course.feedback_html(wrong["mistake"], chapter))
+    assert wrong["feedback"] in _text(course.feedback_html(student, chapter))
 
 
 def _text(page: str) -> str:
