@@ -125,7 +125,8 @@ def switched(whose: dict[str, str]) -> set[str]:
 
 
 def read_whose(source: str) -> dict[str, str]:
-    """`WHOSE` as written in a cell's text (a literal dict of strings); anything else reads as {} (all "mine")."""
+    """`WHOSE` as written in a cell's text (a literal dict; its entries naming a mechanism and "mine" or
+    "reference"); anything else reads as {} (every mechanism "mine")."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -137,9 +138,9 @@ def read_whose(source: str) -> dict[str, str]:
                 value = ast.literal_eval(node.value)
             except ValueError:
                 return {}
-            if isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
-                return value
-            return {}
+            if not isinstance(value, dict):
+                return {}
+            return {k: v for k, v in value.items() if k in MECHANISMS and v in (MINE, REFERENCE)}
     return {}
 
 
@@ -193,20 +194,52 @@ def use(whose: dict[str, str], namespace: dict) -> None:
     """Put the learner's definitions (from `namespace`, the notebook's globals) in place of modulecraft's for every
     mechanism `whose` sets to "mine". Running it again first undoes the previous call. A mechanism whose names are
     not all defined stays modulecraft's, and a NameError says which name is missing and which line to switch."""
+    global _installed
+    _installed.put(replaced=False)
+    _installed, gaps = _install(whose, namespace)
+    if gaps:
+        raise NameError("\n".join(
+            f"`{'`, `'.join(names)}` not defined: paste your chapter's solution above and run it, or switch the "
+            f"line {mechanism!r}: {MINE!r} of WHOSE to {REFERENCE!r} (that mechanism stays modulecraft's meanwhile)"
+            for mechanism, names in gaps.items()))
+
+
+@contextlib.contextmanager
+def installed(whose: dict[str, str], namespace: dict):
+    """`use` inside the block only (what was in place before comes back after it); yields the names missing, by
+    mechanism, instead of raising."""
+    global _installed
+    before = _installed
+    before.put(replaced=False)
+    _installed, gaps = _install(whose, namespace)
+    try:
+        yield gaps
+    finally:
+        _installed.put(replaced=False)
+        _installed = before
+        before.put(replaced=True)
+
+
+def alone(mechanism: str) -> dict[str, str]:
+    """A `WHOSE` with `mechanism` the learner's (and those sharing modulecraft's code with it), the rest not."""
+    targets = set(MECHANISMS[mechanism].values())
+    return {other: MINE if targets & set(names.values()) else REFERENCE for other, names in MECHANISMS.items()}
+
+
+def _install(whose: dict[str, str], namespace: dict) -> tuple[_Installed, dict[str, list[str]]]:
+    """Put the learner's code in place (modulecraft's own must be there); what was done, and the names missing."""
     unknown = sorted(set(whose) - set(MECHANISMS))
     if unknown or any(value not in (MINE, REFERENCE) for value in whose.values()):
         raise ValueError(f"WHOSE must map each of {list(MECHANISMS)} to 'mine' or 'reference' "
                          f"(unknown: {unknown or 'none'}, values: {sorted(set(whose.values()))})")
-    global _installed
-    _installed.put(replaced=False)
-    _installed = _Installed(namespace=namespace, whose=dict(whose))
+    done = _Installed(namespace=namespace, whose=dict(whose))
     theirs = switched(whose)
     missing = {mechanism: [name for name in names if name not in namespace]
                for mechanism, names in MECHANISMS.items() if mechanism not in theirs}
     mine = {name: namespace[name] for mechanism, names in MECHANISMS.items()
             if mechanism not in theirs and not missing[mechanism] for name in names}
     for target in {target for names in MECHANISMS.values() for target in names.values()}:
-        original = _installed.originals[target] = _original(target)
+        original = done.originals[target] = _original(target)
         names = [name for name, named in yours().items() if named == target and name in mine]
         if not names:
             continue
@@ -216,15 +249,9 @@ def use(whose: dict[str, str], namespace: dict) -> None:
             replacement = _routed(ROUTES[target], {name: mine[name] for name in names})
         else:
             raise LookupError(f"{target} stands for several names, {names}, and has no route between them")
-        _installed.places += [(owner, attribute, original, replacement)
-                              for owner, attribute in _places(target, original)]
-    _installed.put(replaced=True)
-    gaps = {mechanism: names for mechanism, names in missing.items() if names}
-    if gaps:
-        raise NameError("\n".join(
-            f"`{'`, `'.join(names)}` not defined: paste your chapter's solution above and run it, or switch the "
-            f"line {mechanism!r}: {MINE!r} of WHOSE to {REFERENCE!r} (that mechanism stays modulecraft's meanwhile)"
-            for mechanism, names in gaps.items()))
+        done.places += [(owner, attribute, original, replacement) for owner, attribute in _places(target, original)]
+    done.put(replaced=True)
+    return done, {mechanism: names for mechanism, names in missing.items() if names}
 
 
 def _routed(route: Callable[..., str], implementations: dict[str, Callable]) -> Callable:

@@ -166,3 +166,18 @@ def test_read_whose_takes_a_literal_only():
     assert mechanisms.read_whose('WHOSE = {"engine (10)": "reference"}\n') == {"engine (10)": "reference"}
     assert mechanisms.read_whose('WHOSE = dict(a="reference")') == {}
     assert mechanisms.read_whose("WHOSE = {") == {}
+
+
+def test_installed_is_scoped_and_reports_gaps(namespace):
+    mechanisms.use(ALL_MINE, namespace)
+    partial = {key: value for key, value in namespace.items() if key != "SGD"}
+    with mechanisms.installed(mechanisms.alone("optimizer (12)"), partial) as gaps:
+        assert gaps == {"optimizer (12)": ["SGD"]}
+        assert nn.Module.named_modules is mechanisms._original("modulecraft.nn.modules.module:Module.named_modules")
+    assert nn.Module.named_modules is namespace["named_modules"]
+
+
+def test_alone_keeps_mechanisms_sharing_code_together():
+    whose = mechanisms.alone("backward hooks in _call_impl (11)")
+    assert {m for m, side in whose.items() if side == "mine"} == {"backward hooks in _call_impl (11)",
+                                                                  "forward hooks in _call_impl (6)"}
