@@ -159,8 +159,8 @@ class Scenario:
     def __init__(self, draw):
         self.problem = Problem(draw)
         self.batches = draw_batches(draw, self.problem, draw.int(2, 3))
-        self.lr, self.momentum = draw.choice([0.05, 0.1, 0.2]), draw.choice([0.0, 0.5, 0.9])
-        self.weight_decay = draw.choice([0.0, 0.01])
+        self.lr, self.momentum = draw.choice([0.05, 0.1, 0.2]), draw.choice([0.5, 0.9])
+        self.weight_decay = draw.choice([0.01, 0.05])
 
     def model(self, lazy=False):
         return self.problem.model(lazy)

@@ -152,7 +152,7 @@ class _Installed:
     places: list[tuple[Any, str, Any, Any]] = field(default_factory=list)
     originals: dict[str, Any] = field(default_factory=dict)  # target -> modulecraft's object
     namespace: dict = field(default_factory=dict)
-    whose: dict[str, str] = field(default_factory=dict)
+    mine: set[str] = field(default_factory=set)  # the mechanisms whose learner code is in place
 
     def put(self, replaced: bool) -> None:
         for owner, attribute, original, installed in self.places:
@@ -196,7 +196,8 @@ def use(whose: dict[str, str], namespace: dict) -> None:
     not all defined stays modulecraft's, and a NameError says which name is missing and which line to switch."""
     global _installed
     _installed.put(replaced=False)
-    _installed, gaps = _install(whose, namespace)
+    _installed, gaps = _install({mechanism: REFERENCE if mechanism in switched(whose) else MINE
+                                 for mechanism in _checked(whose)}, namespace)
     if gaps:
         raise NameError("\n".join(
             f"`{'`, `'.join(names)}` not defined: paste your chapter's solution above and run it, or switch the "
@@ -221,32 +222,37 @@ def installed(whose: dict[str, str], namespace: dict):
 
 
 def alone(mechanism: str) -> dict[str, str]:
-    """A `WHOSE` with `mechanism` the learner's (and those sharing modulecraft's code with it), the rest not."""
-    targets = set(MECHANISMS[mechanism].values())
-    return {other: MINE if targets & set(names.values()) else REFERENCE for other, names in MECHANISMS.items()}
+    """A `WHOSE` with `mechanism` the learner's, the rest modulecraft's (for `installed`: what a test of that
+    mechanism runs on while learning)."""
+    return {other: MINE if other == mechanism else REFERENCE for other in MECHANISMS}
 
 
-def _install(whose: dict[str, str], namespace: dict) -> tuple[_Installed, dict[str, list[str]]]:
-    """Put the learner's code in place (modulecraft's own must be there); what was done, and the names missing."""
+def _checked(whose: dict[str, str]) -> dict[str, str]:
     unknown = sorted(set(whose) - set(MECHANISMS))
     if unknown or any(value not in (MINE, REFERENCE) for value in whose.values()):
         raise ValueError(f"WHOSE must map each of {list(MECHANISMS)} to 'mine' or 'reference' "
                          f"(unknown: {unknown or 'none'}, values: {sorted(set(whose.values()))})")
-    done = _Installed(namespace=namespace, whose=dict(whose))
-    theirs = switched(whose)
+    return {mechanism: whose.get(mechanism, MINE) for mechanism in MECHANISMS}
+
+
+def _install(whose: dict[str, str], namespace: dict) -> tuple[_Installed, dict[str, list[str]]]:
+    """Put the learner's code in place for each mechanism `whose` sets to "mine" (modulecraft's own must be there);
+    what was done, and the names missing. A target several mechanisms share runs, for each call, the code of the
+    mechanism `ROUTES` picks: the learner's where that one is in place, modulecraft's otherwise."""
+    whose = _checked(whose)
     missing = {mechanism: [name for name in names if name not in namespace]
-               for mechanism, names in MECHANISMS.items() if mechanism not in theirs}
-    mine = {name: namespace[name] for mechanism, names in MECHANISMS.items()
-            if mechanism not in theirs and not missing[mechanism] for name in names}
+               for mechanism, names in MECHANISMS.items() if whose[mechanism] == MINE}
+    done = _Installed(namespace=namespace, mine={mechanism for mechanism, gaps in missing.items() if not gaps})
+    mine = {name: namespace[name] for mechanism in done.mine for name in MECHANISMS[mechanism]}
     for target in {target for names in MECHANISMS.values() for target in names.values()}:
         original = done.originals[target] = _original(target)
-        names = [name for name, named in yours().items() if named == target and name in mine]
-        if not names:
+        names = [name for name, named in yours().items() if named == target]
+        if not set(names) & set(mine):
             continue
         if len(names) == 1:
             replacement = mine[names[0]]
         elif target in ROUTES:
-            replacement = _routed(ROUTES[target], {name: mine[name] for name in names})
+            replacement = _routed(ROUTES[target], {name: mine.get(name, original) for name in names})
         else:
             raise LookupError(f"{target} stands for several names, {names}, and has no route between them")
         done.places += [(owner, attribute, original, replacement) for owner, attribute in _places(target, original)]
@@ -303,18 +309,19 @@ class Observed:
 
 
 @contextlib.contextmanager
-def observe():
+def observe(observed: Observed | None = None):
     """Count, while the block runs, every call into the learner's code and into modulecraft's for each mechanism:
-    the code objects that actually start running (through `sys.setprofile`), whoever called them."""
+    the code objects that actually start running (through `sys.setprofile`), whoever called them. `observed`: counts
+    to go on adding to (a training path that spans several cells)."""
     sides: dict[types.CodeType, tuple[str, str]] = {}
     for mechanism, names in MECHANISMS.items():
         for name, target in names.items():
             for code in _codes(_original(target)):
                 sides[code] = (mechanism, "reference")
-            if name in _installed.namespace and mechanism not in switched(_installed.whose):
+            if mechanism in _installed.mine:
                 for code in _codes(_installed.namespace[name]):
                     sides[code] = (mechanism, "yours")
-    observed = Observed()
+    observed = observed if observed is not None else Observed()
     first_resume: dict[types.CodeType, int] = {}  # a generator's frame enters again at each `next`: count its start
 
     def profile(frame, event, arg):

@@ -177,7 +177,15 @@ def test_installed_is_scoped_and_reports_gaps(namespace):
     assert nn.Module.named_modules is namespace["named_modules"]
 
 
-def test_alone_keeps_mechanisms_sharing_code_together():
-    whose = mechanisms.alone("backward hooks in _call_impl (11)")
-    assert {m for m, side in whose.items() if side == "mine"} == {"backward hooks in _call_impl (11)",
-                                                                  "forward hooks in _call_impl (6)"}
+def test_a_shared_target_routes_each_call_to_the_mechanism_in_place(namespace):
+    """Alone, chapter 6's `_call_impl` handles calls without backward hooks; modulecraft's handles the others."""
+    seen = []
+    spy = {**namespace, "_call_impl": lambda self, *a, **k: (seen.append(type(self).__name__),
+                                                             namespace["_call_impl"](self, *a, **k))[1]}
+    with mechanisms.installed(mechanisms.alone("forward hooks in _call_impl (6)"), spy) as gaps:
+        assert gaps == {}
+        plain, hooked = nn.ReLU(), nn.Identity()
+        hooked.register_full_backward_hook(lambda *args: None)
+        plain(np.ones(2, dtype=np.float32))
+        hooked(modulecraft.Tensor(np.ones(2, dtype=np.float32), requires_grad=True))
+    assert seen == ["ReLU"]
