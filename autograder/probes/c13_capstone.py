@@ -20,7 +20,7 @@ import numpy as np
 import modulecraft
 from modulecraft import mechanisms, nn, optim
 
-from . import NotWritten, Reference, probe
+from . import Reference, probe
 
 EXERCISES = {
     "construction and attributes (1-4)": "c13_mine_modules",
@@ -129,10 +129,10 @@ def gradients(model):
 
 @contextlib.contextmanager
 def mine(yours, mechanism, check):
-    """The learner's side: their code for `mechanism` (with any sharing modulecraft's code with it) in place of
-    modulecraft's inside the block, modulecraft's for the rest (in a grading kernel modulecraft has no code of its own
-    for the rest: the learner's runs there too). Yields `check`, whose thunks observe a name the notebook does not
-    define as missing. The reference's side: modulecraft as it is."""
+    """The learner's side: their code for `mechanism` in place of modulecraft's inside the block, modulecraft's for
+    the rest (in a grading kernel modulecraft has no code of its own for the rest: the learner's runs there too).
+    Yields `check`, whose thunks raise, while a name of the mechanism is not defined, that it is not written yet.
+    The reference's side: modulecraft as it is."""
     if isinstance(yours, Reference):
         yield check
         return
@@ -142,7 +142,8 @@ def mine(yours, mechanism, check):
         def guarded(what, thunk, **options):
             def run():
                 if missing:
-                    raise NotWritten(missing[0])
+                    raise NotImplementedError(f"`{missing[0]}` is not written yet: paste its chapter's solution into "
+                                              f"the cell of {mechanism} (13.1) and run it")
                 return thunk()
             check(what, run, **options)
         yield guarded
