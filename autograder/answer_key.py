@@ -6,6 +6,8 @@ imports a copy of the reference in which each of those is gone, source and bytec
 becomes a seam that calls the learner's own definition of that name (so `nn.Linear` inside a learner's tree
 walks with the learner's `named_modules`, and `super().named_modules(...)` comes back to the learner's code); a
 class becomes a stub that refuses to be used. Everything else (layers used as fixtures, drawings, checks) stays.
+In the capstone, the mechanisms a learner switched to the reference (read from the notebook's text by `verdicts`)
+are kept (`build(kept=...)`); the test cells that grade them fail there.
 
 Copies are made once per content (the reference's files and the chapter's list) under a cache folder, and
 handed to the forkserver that starts the chapter's kernels (`sandbox`).

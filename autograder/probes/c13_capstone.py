@@ -5,9 +5,9 @@ The capstone trains on the learner's code only: every mechanism of `modulecraft.
 grading kernel's modulecraft has none of them (except those the learner switched to the reference in the cell
 `c13_whose`: `autograder.verdicts` reads them from the notebook's text, keeps them, and fails their cells). Each
 mechanism has an exercise (`c13_mine_<slug>`: paste the chapter's solutions) whose probes train a drawn model a few
-steps and observe what that mechanism produces. While learning, those probes put the learner's code for that
-mechanism alone in place (`mechanisms.installed`): a failure points at it. While grading, the kernel's modulecraft
-is the learner's everywhere: a broken mechanism shows in the others too (`BUILDS_ON`), until switched.
+steps and observe what that mechanism produces, on the learner's code for that mechanism and for every one the
+notebook's `WHOSE` leaves "mine" (while grading, modulecraft has no code of its own for those): a broken mechanism
+shows in the others too (`BUILDS_ON`), until switched.
 """
 import contextlib
 import shutil
@@ -129,14 +129,13 @@ def gradients(model):
 
 @contextlib.contextmanager
 def mine(yours, mechanism, check):
-    """The learner's side: their code for `mechanism` in place of modulecraft's inside the block, modulecraft's for
-    the rest (in a grading kernel modulecraft has no code of its own for the rest: the learner's runs there too).
-    Yields `check`, whose thunks raise, while a name of the mechanism is not defined, that it is not written yet.
-    The reference's side: modulecraft as it is."""
+    """The learner's side: their code for `mechanism` in place of modulecraft's inside the block, with the rest as
+    the notebook's `use(WHOSE, ...)` left it. Yields `check`, whose thunks raise, while a name of the mechanism is
+    not defined, that it is not written yet. The reference's side: modulecraft as it is."""
     if isinstance(yours, Reference):
         yield check
         return
-    with mechanisms.installed(mechanisms.alone(mechanism), vars(yours)["_namespace"]) as gaps:
+    with mechanisms.installed(mechanisms.also(mechanism), vars(yours)["_namespace"]) as gaps:
         missing = [name for names in gaps.values() for name in names]
 
         def guarded(what, thunk, **options):

@@ -112,10 +112,6 @@ def yours() -> dict[str, str]:
     return {name: target for names in MECHANISMS.values() for name, target in names.items()}
 
 
-def mechanism_of(name: str) -> str:
-    return next(mechanism for mechanism, names in MECHANISMS.items() if name in names)
-
-
 def switched(whose: dict[str, str]) -> set[str]:
     """The mechanisms that run modulecraft's code under `whose`: those not set to "mine", and those that share a
     target with one of them (modulecraft's code for that target is there, so it counts as theirs too)."""
@@ -128,26 +124,21 @@ def read_whose(source: str) -> dict[str, str]:
     """`WHOSE` as written in a cell's text (a literal dict; its entries naming a mechanism and "mine" or
     "reference"); anything else reads as {} (every mechanism "mine")."""
     try:
-        tree = ast.parse(source)
-    except SyntaxError:
+        assignments = [node for node in ast.parse(source).body if isinstance(node, ast.Assign)
+                       and [ast.unparse(target) for target in node.targets] == ["WHOSE"]]
+        value = ast.literal_eval(assignments[0].value) if assignments else {}
+    except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
         return {}
-    for node in tree.body:
-        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-                and node.targets[0].id == "WHOSE"):
-            try:
-                value = ast.literal_eval(node.value)
-            except ValueError:
-                return {}
-            if not isinstance(value, dict):
-                return {}
-            return {k: v for k, v in value.items() if k in MECHANISMS and v in (MINE, REFERENCE)}
-    return {}
+    if not isinstance(value, dict):
+        return {}
+    return {k: v for k, v in value.items() if k in MECHANISMS and v in (MINE, REFERENCE)}
 
 
 # -- putting the learner's code in place ---------------------------------------------------------------------------
 @dataclass
 class _Installed:
-    """What `use` changed: (owner, attribute, modulecraft's object, the object put there), to undo and redo."""
+    """What an installation changed: (owner, attribute, modulecraft's object, the object put there), to undo and
+    redo."""
 
     places: list[tuple[Any, str, Any, Any]] = field(default_factory=list)
     originals: dict[str, Any] = field(default_factory=dict)  # target -> modulecraft's object
@@ -222,9 +213,14 @@ def installed(whose: dict[str, str], namespace: dict):
 
 
 def alone(mechanism: str) -> dict[str, str]:
-    """A `WHOSE` with `mechanism` the learner's, the rest modulecraft's (for `installed`: what a test of that
-    mechanism runs on while learning)."""
+    """A `WHOSE` with `mechanism` the learner's, the rest modulecraft's."""
     return {other: MINE if other == mechanism else REFERENCE for other in MECHANISMS}
+
+
+def also(mechanism: str) -> dict[str, str]:
+    """A `WHOSE` with the learner's code where `use` put it, and for `mechanism` too (what a test of `mechanism`
+    runs on: in a grading kernel modulecraft has no code of its own for the other mechanisms either)."""
+    return {other: MINE if other == mechanism or other in _installed.mine else REFERENCE for other in MECHANISMS}
 
 
 def _checked(whose: dict[str, str]) -> dict[str, str]:

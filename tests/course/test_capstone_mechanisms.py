@@ -189,3 +189,9 @@ def test_a_shared_target_routes_each_call_to_the_mechanism_in_place(namespace):
         plain(np.ones(2, dtype=np.float32))
         hooked(modulecraft.Tensor(np.ones(2, dtype=np.float32), requires_grad=True))
     assert seen == ["ReLU"]
+
+
+def test_read_whose_ignores_what_is_not_a_switch():
+    assert mechanisms.read_whose('WHOSE = {"engine (10)": "Reference", "nonsense": "reference"}') == {}
+    assert mechanisms.read_whose('WHOSE = {[1]: 2}') == {}
+    assert mechanisms.read_whose("x = 1") == {}
