@@ -212,11 +212,6 @@ def installed(whose: dict[str, str], namespace: dict):
         before.put(replaced=True)
 
 
-def alone(mechanism: str) -> dict[str, str]:
-    """A `WHOSE` with `mechanism` the learner's, the rest modulecraft's."""
-    return {other: MINE if other == mechanism else REFERENCE for other in MECHANISMS}
-
-
 def also(mechanism: str) -> dict[str, str]:
     """A `WHOSE` with the learner's code where `use` put it, and for `mechanism` too (what a test of `mechanism`
     runs on: in a grading kernel modulecraft has no code of its own for the other mechanisms either)."""

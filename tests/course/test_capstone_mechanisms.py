@@ -17,6 +17,10 @@ from course_chapters import SOLUTION_MARKERS, read_notebook, nbgrader_meta
 CHAPTERS = ["01_init_and_call", "02_setattr_dispatch", "03_parameters", "04_buffers", "05_traversal", "06_hooks",
             "07_state_dict", "08_lazy_modules", "10_autograd", "11_backward_hooks", "12_optimizers"]
 WANTED = {*mechanisms.yours(), "run_forward_pre_hooks", "run_forward_hooks"}
+def alone(mechanism: str) -> dict[str, str]:
+    return {other: "mine" if other == mechanism else "reference" for other in mechanisms.MECHANISMS}
+
+
 ALL_MINE = {mechanism: "mine" for mechanism in mechanisms.MECHANISMS}
 
 
@@ -171,7 +175,7 @@ def test_read_whose_takes_a_literal_only():
 def test_installed_is_scoped_and_reports_gaps(namespace):
     mechanisms.use(ALL_MINE, namespace)
     partial = {key: value for key, value in namespace.items() if key != "SGD"}
-    with mechanisms.installed(mechanisms.alone("optimizer (12)"), partial) as gaps:
+    with mechanisms.installed(alone("optimizer (12)"), partial) as gaps:
         assert gaps == {"optimizer (12)": ["SGD"]}
         assert nn.Module.named_modules is mechanisms._original("modulecraft.nn.modules.module:Module.named_modules")
     assert nn.Module.named_modules is namespace["named_modules"]
@@ -182,7 +186,7 @@ def test_a_shared_target_routes_each_call_to_the_mechanism_in_place(namespace):
     seen = []
     spy = {**namespace, "_call_impl": lambda self, *a, **k: (seen.append(type(self).__name__),
                                                              namespace["_call_impl"](self, *a, **k))[1]}
-    with mechanisms.installed(mechanisms.alone("forward hooks in _call_impl (6)"), spy) as gaps:
+    with mechanisms.installed(alone("forward hooks in _call_impl (6)"), spy) as gaps:
         assert gaps == {}
         plain, hooked = nn.ReLU(), nn.Identity()
         hooked.register_full_backward_hook(lambda *args: None)
@@ -195,3 +199,9 @@ def test_read_whose_ignores_what_is_not_a_switch():
     assert mechanisms.read_whose('WHOSE = {"engine (10)": "Reference", "nonsense": "reference"}') == {}
     assert mechanisms.read_whose('WHOSE = {[1]: 2}') == {}
     assert mechanisms.read_whose("x = 1") == {}
+
+
+def test_also_adds_one_mechanism_to_what_use_put_in_place(namespace):
+    mechanisms.use({**ALL_MINE, "engine (10)": "reference"}, namespace)
+    assert mechanisms.also("engine (10)") == ALL_MINE
+    assert mechanisms.also("optimizer (12)") == {**ALL_MINE, "engine (10)": "reference"}
