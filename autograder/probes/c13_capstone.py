@@ -265,17 +265,17 @@ def walks_hidden(yours, draw, check):
 def forward_hooks_visible(yours, draw, check):
     mechanism = "forward hooks in _call_impl (6)"
     scenario = Scenario(draw)
-    factor, shift = draw.choice([0.5, 2.0, 3.0]), float(draw.int(1, 5))
+    factor, shift = draw.choice([0.5, 2.0, 3.0]), draw.array(scenario.problem.classes)
     with mine(yours, mechanism, check) as check:
         calls = []
 
         def hooked():
             model = scenario.model()
-            model[0].register_forward_pre_hook(lambda module, args: (args[0] * factor,))
+            model[3].register_forward_pre_hook(lambda module, args: (args[0] * factor,))
             model[3].register_forward_hook(lambda module, args, output: (calls.append(len(args)), output + shift)[1])
             return scenario.trained(model)[2]
-        check(f"losses of training steps with a pre-hook scaling the input by {factor} and a hook adding {shift:g} "
-              "to the logits", hooked, close=True,
+        check(f"losses of training steps with hooks on the last Linear: a pre-hook scaling its input by {factor}, a "
+              f"hook adding {shift.tolist()} to its output", hooked, close=True,
               hint=hint(mechanism, "a pre-hook's result replaces args; a hook's result replaces the output."))
         check("how many times the forward hook ran", lambda: len(calls),
               hint=hint(mechanism, "once per call of the module."))
@@ -290,13 +290,13 @@ def forward_hooks_hidden(yours, draw, check):
         def with_kwargs():
             model = scenario.model()
             order = []
-            model.register_forward_pre_hook(lambda module, args, kwargs: ((args[0] * factor,), kwargs),
-                                            with_kwargs=True)
+            model[3].register_forward_pre_hook(lambda module, args, kwargs: ((args[0] * factor,), kwargs),
+                                               with_kwargs=True)
             model.register_forward_hook(lambda module, args, output: order.append("second"))
             model.register_forward_hook(lambda module, args, output: order.append("first"), prepend=True)
             return scenario.outputs(model), order
-        check(f"eval outputs with a with_kwargs pre-hook multiplying the input by {factor}, and two hooks (one "
-              "prepended): (outputs, hook order)", with_kwargs, close=True,
+        check(f"eval outputs with a with_kwargs pre-hook multiplying the last Linear's input by {factor}, and two "
+              "hooks on the model (one prepended): (outputs, hook order)", with_kwargs, close=True,
               hint=hint(mechanism, "with_kwargs pre-hooks return (args, kwargs); prepend puts a hook first."))
 
         def removed():
@@ -315,6 +315,7 @@ def forward_hooks_hidden(yours, draw, check):
 def state_dict_visible(yours, draw, check):
     mechanism = "state_dict (7)"
     scenario = Scenario(draw)
+    own = draw.name()
     with mine(yours, mechanism, check) as check:
         trained = Once(lambda: scenario.trained()[0])
         check("state_dict keys of the trained model, and its 1.running_mean",
@@ -322,6 +323,13 @@ def state_dict_visible(yours, draw, check):
               close=True, hint=hint(mechanism, "own entries first, then each child's under its prefix (chapter 7)."))
         check("the state_dict's _metadata", lambda: dict(trained().state_dict()._metadata),
               hint=hint(mechanism, "one entry per module, its prefix without the dot: {'version': ...}."))
+
+        def own_and_children():
+            model = scenario.model()
+            setattr(model, own, nn.Parameter(np.ones(2, dtype=np.float32)))
+            return list(model.state_dict())
+        check(f"state_dict keys of the model holding its own parameter {own!r} next to its children",
+              own_and_children, hint=hint(mechanism, "a module's own entries come first, then its children's."))
 
         def reloaded():
             fresh = scenario.model()

@@ -34,7 +34,7 @@ WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id='c13_mine_forward_hooks',
         mistake='hooks-skipped',
-        feedback='a pre-hook scaling the input',
+        feedback='a pre-hook scaling its input',
         edits=[("    if not (self._forward_pre_hooks or self._forward_hooks or global_pre or global_post):\n"
                 "        return self.forward(*args, **kwargs)\n", "    return self.forward(*args, **kwargs)\n")],
     ),
@@ -54,7 +54,7 @@ WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id='c13_mine_state_dict',
         mistake='children-first',
-        feedback='own entries first',
+        feedback='own entries come first',
         edits=[("    self._save_to_state_dict(destination, prefix, keep_vars)\n    for name, child in self._modules.items():\n"
                 "        if child is not None:\n"
                 "            child.state_dict(destination=destination, prefix=prefix + name + \".\", keep_vars=keep_vars)\n",
