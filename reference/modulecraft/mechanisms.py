@@ -183,8 +183,9 @@ def _places(target: str, original) -> list[tuple[Any, str]]:
 
 def use(whose: dict[str, str], namespace: dict) -> None:
     """Put the learner's definitions (from `namespace`, the notebook's globals) in place of modulecraft's for every
-    mechanism `whose` sets to "mine". Running it again first undoes the previous call. A mechanism whose names are
-    not all defined stays modulecraft's, and a NameError says which name is missing and which line to switch."""
+    mechanism `whose` sets to "mine" (and not sharing modulecraft's code with one set to "reference": `switched`, as
+    when grading). Running it again first undoes the previous call. A mechanism whose names are not all defined
+    stays modulecraft's, and a NameError says which name is missing and which line to switch."""
     global _installed
     _installed.put(replaced=False)
     _installed, gaps = _install({mechanism: REFERENCE if mechanism in switched(whose) else MINE
@@ -192,7 +193,8 @@ def use(whose: dict[str, str], namespace: dict) -> None:
     if gaps:
         raise NameError("\n".join(
             f"`{'`, `'.join(names)}` not defined: paste your chapter's solution above and run it, or switch the "
-            f"line {mechanism!r}: {MINE!r} of WHOSE to {REFERENCE!r} (that mechanism stays modulecraft's meanwhile)"
+            f"line {mechanism!r}: {MINE!r} of WHOSE to {REFERENCE!r} (until then, modulecraft's code runs for it here, "
+            "and while grading there is none)"
             for mechanism, names in gaps.items()))
 
 
@@ -295,8 +297,8 @@ class Observed:
 
     def whose(self) -> dict[str, str]:
         """Per mechanism, whose code ran: "yours", "reference", "both" or "none"."""
-        sides = {m: [s for s in ("yours", "reference") if self.calls[m, s]] for m in MECHANISMS}
-        return {m: {0: "none", 1: (s or ["none"])[0], 2: "both"}[len(s)] for m, s in sides.items()}
+        sides = {m: [side for side in ("yours", "reference") if self.calls[m, side]] for m in MECHANISMS}
+        return {m: "both" if len(ran) == 2 else ran[0] if ran else "none" for m, ran in sides.items()}
 
 
 @contextlib.contextmanager
