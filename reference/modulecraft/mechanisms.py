@@ -291,8 +291,7 @@ class Observed:
     def table(self) -> str:
         width = max(map(len, MECHANISMS))
         lines = [f"{'mechanism':<{width}}  {'yours (calls)':>13}  {'reference (calls)':>17}"]
-        lines += [f"{mechanism:<{width}}  {self.calls[mechanism, 'yours']:>13}  {self.calls[mechanism, 'reference']:>17}"
-                  for mechanism in MECHANISMS]
+        lines += [f"{m:<{width}}  {self.calls[m, 'yours']:>13}  {self.calls[m, 'reference']:>17}" for m in MECHANISMS]
         return "\n".join(lines)
 
     def whose(self) -> dict[str, str]:

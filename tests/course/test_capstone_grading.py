@@ -124,3 +124,12 @@ def test_without_the_switched_verdict_switching_and_delegating_would_earn_the_po
     graded.submit("switched-delegating-again", CHAPTER, SUBMITTED["switched-delegating-engine"])
     graded.grade(students=["switched-delegating-again"], chapters=[CHAPTER], force=True)
     assert not _lost(graded, "switched-delegating-again") & ENGINE_CELLS
+
+
+def test_without_keeping_the_switched_code_the_rest_would_not_train(graded, monkeypatch):
+    """The other defence: the switched engine stays in the kernel's modulecraft. Without it, the delegating engine
+    has nothing to call, and every mechanism's tests fail with it."""
+    monkeypatch.setattr(verdicts, "kept_names", lambda switched: frozenset())
+    graded.submit("switched-delegating-unkept", CHAPTER, SUBMITTED["switched-delegating-engine"])
+    graded.grade(students=["switched-delegating-unkept"], chapters=[CHAPTER], force=True)
+    assert _lost(graded, "switched-delegating-unkept") > ENGINE_CELLS | {"c13_mine_optimizer_visible"}

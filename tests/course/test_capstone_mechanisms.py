@@ -205,3 +205,17 @@ def test_also_adds_one_mechanism_to_what_use_put_in_place(namespace):
     mechanisms.use({**ALL_MINE, "engine (10)": "reference"}, namespace)
     assert mechanisms.also("engine (10)") == ALL_MINE
     assert mechanisms.also("optimizer (12)") == {**ALL_MINE, "engine (10)": "reference"}
+
+
+def test_the_solved_notebook_trains_on_the_learners_code_in_every_row(monkeypatch):
+    """Top to bottom while learning: the observed table of 13.7 says yours in every row, and the resumed run agrees."""
+    from nbclient import NotebookClient
+    from course_chapters import notebook_path
+    monkeypatch.setenv("MODULECRAFT_GRADING", "1")  # no figures, no self-check
+    nb = read_notebook("13_capstone")
+    NotebookClient(nb, timeout=120, kernel_name="python3",
+                   resources={"metadata": {"path": str(notebook_path("13_capstone").parent)}}).execute()
+    (resumed,) = [cell for cell in nb.cells if cell.get("id") == "c13_code_23"]
+    printed = "".join(output.get("text", "") for output in resumed.outputs)
+    assert "your code in every row: True" in printed and "same 44 losses: True" in printed
+    assert "held-out accuracy, original and resumed: 0.98" in printed

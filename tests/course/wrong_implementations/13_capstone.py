@@ -1,5 +1,13 @@
 """Typical mistakes in chapter 13 (the capstone); format in README.md."""
 
+# state_dict saving the children's entries before the module's own (the own save moved after the loop)
+CHILDREN_FIRST = [
+    ("    self._save_to_state_dict(destination, prefix, keep_vars)\n    for name, child in self._modules.items():\n",
+     "    for name, child in self._modules.items():\n"),
+    ("keep_vars=keep_vars)\n    return destination\n",
+     "keep_vars=keep_vars)\n    self._save_to_state_dict(destination, prefix, keep_vars)\n    return destination\n"),
+]
+
 WRONG_IMPLEMENTATIONS = [
     # 13.1: one mechanism each (the chapters' slips, pasted)
     dict(
@@ -23,7 +31,8 @@ WRONG_IMPLEMENTATIONS = [
         edits=[("    yield prefix, self\n    for name, child in self._modules.items():\n",
                 "    for name, child in self._modules.items():\n"),
                ("        yield from child.named_modules(memo, child_prefix, remove_duplicate)\n",
-                "        yield from child.named_modules(memo, child_prefix, remove_duplicate)\n    yield prefix, self\n")],
+                "        yield from child.named_modules(memo, child_prefix, remove_duplicate)\n"
+                "    yield prefix, self\n")],
     ),
     dict(
         grade_id='c13_mine_walks',
@@ -55,12 +64,7 @@ WRONG_IMPLEMENTATIONS = [
         grade_id='c13_mine_state_dict',
         mistake='children-first',
         feedback='own entries come first',
-        edits=[("    self._save_to_state_dict(destination, prefix, keep_vars)\n    for name, child in self._modules.items():\n"
-                "        if child is not None:\n"
-                "            child.state_dict(destination=destination, prefix=prefix + name + \".\", keep_vars=keep_vars)\n",
-                "    for name, child in self._modules.items():\n        if child is not None:\n"
-                "            child.state_dict(destination=destination, prefix=prefix + name + \".\", keep_vars=keep_vars)\n"
-                "    self._save_to_state_dict(destination, prefix, keep_vars)\n")],
+        edits=[*CHILDREN_FIRST],
     ),
     dict(
         grade_id='c13_mine_lazy',
@@ -122,7 +126,8 @@ WRONG_IMPLEMENTATIONS = [
         grade_id='c13_mine_backward_hooks',
         mistake='pre-hooks-dropped',
         feedback='backward pre-hook',
-        edits=[("BackwardHook(self, full_backward_hooks, backward_pre_hooks)", "BackwardHook(self, full_backward_hooks, [])")],
+        edits=[("BackwardHook(self, full_backward_hooks, backward_pre_hooks)",
+                "BackwardHook(self, full_backward_hooks, [])")],
     ),
     dict(
         grade_id='c13_mine_optimizer',
@@ -134,8 +139,8 @@ WRONG_IMPLEMENTATIONS = [
         grade_id='c13_mine_optimizer',
         mistake='stops-at-missing-grad',
         feedback='frozen',
-        edits=[("                    if p.grad is None:\n                        continue\n                    g = p.grad\n",
-                "                    if p.grad is None:\n                        break\n                    g = p.grad\n")],
+        edits=[("                        continue\n                    g = p.grad\n",
+                "                        break\n                    g = p.grad\n")],
     ),
     dict(
         grade_id='c13_train_epoch',
