@@ -1,23 +1,20 @@
-"""Grading kernels forked from a server that has already imported what every kernel imports, and never an FFI.
+"""Grading kernels forked from a server that has already imported what every kernel imports.
 
 A grading kernel spends most of its start-up importing the same modules for every submission: ipykernel,
 IPython, numpy, modulecraft. Each grading process keeps one server that imports them once; every kernel is a
 fork of it, confined (limits, unprivileged user, its own view of the file system) before it runs one line of
 the submission.
 
-The server never loads ctypes or cffi (numpy, IPython and ipykernel work without them): a kernel forked from it
-has no foreign-function interface in its memory.
-What needs system calls Python lacks (mount(2)) is done by the mounter, a child the server forks before it
-imports anything, which alone loads ctypes. When grading runs as root the server starts in new mount, PID and
-network namespaces with no new privileges (`unshare`, `setpriv`): it is PID 1 there (when it ends, every
-kernel ends), kernels have no network, and the mounter builds each kernel's view of the file system in the
-server's mount namespace and takes it down after the kernel, one kernel at a time.
+When grading runs as root the server starts in new mount, PID and network namespaces with no new privileges
+(`unshare`, `setpriv`): it is PID 1 there (when it ends, every kernel ends), kernels have no network, and the
+server builds each kernel's view of the file system in its mount namespace before forking the kernel, and takes
+it down after the kernel, one kernel at a time.
 
 jupyter_client still launches and manages one ordinary process per kernel: a stub (this file run as a script,
 without site-packages, so it starts in milliseconds) that hands the server its request and its stdio, relays
 the signals it gets to the kernel, and exits with the kernel's status. Killing the stub kills the kernel.
 
-    stub --request, stdio--> server (mounter: the kernel's mounts) --fork--> keeper --fork--> kernel
+    stub --request, stdio--> server (the kernel's mounts) --fork--> keeper --fork--> kernel
 
 The keeper is the kernel's parent: it waits for it, forwards signals, and kills it if the stub goes away.
 """
@@ -27,11 +24,13 @@ import os
 import select
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import traceback
 
 MS_BIND = 1 << 12
+MS_REC = 1 << 14
 MNT_DETACH = 2
 RELAYED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 # What every chapter's kernel imports (ipywidgets: the steppers; matplotlib: the timelines), and what
@@ -46,7 +45,6 @@ PRELOAD = ("ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.zmqshell", "i
            "autograder.probes", "autograder.selfcheck")
 # ipykernel sets it in every kernel (unless set); matplotlib reads it once, when it is imported (by the server)
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
-FFI = ("_ctypes", "ctypes", "_cffi_backend", "cffi")  # never imported by the server, hence by no kernel
 # The server's start in its own namespaces (root only), without new privileges (nor do kernels gain any).
 NAMESPACES = ("unshare", "--mount", "--pid", "--net", "--fork", "--kill-child", "--mount-proc",
               "--propagation", "slave")
@@ -73,11 +71,9 @@ def stub(server_name: str, spec: str, kernel_args: list[str]) -> int:
 
 # -- the server ----------------------------------------------------------------------------------------------
 def serve(listener: socket.socket) -> None:
-    """Start the mounter, import what kernels need (no FFI), then serve one kernel at a time until the grading
-    process closes stdin (it ended)."""
+    """Import what kernels need, then serve one kernel at a time until the grading process closes stdin (it
+    ended)."""
     mounter = Mounter()
-    for name in FFI:
-        sys.modules[name] = None  # `import ctypes` raises ImportError (numpy and ipykernel do without)
     sys.modules["debugpy"] = None  # ipykernel starts without its debugger
     os.environ.setdefault("MPLBACKEND", INLINE_BACKEND)
     for module in PRELOAD:
@@ -159,7 +155,7 @@ def serve_kernel(connection: socket.socket, mounter: "Mounter") -> bool:
     message, fds, _, _ = socket.recv_fds(connection, REQUEST_LIMIT, 3)
     request = json.loads(message)
     try:
-        mounter.run(request["mounts"])
+        mounter.make(request["mounts"])
         keeper = os.fork()
         if keeper == 0:
             code = 1
@@ -178,7 +174,7 @@ def serve_kernel(connection: socket.socket, mounter: "Mounter") -> bool:
         for fd in fds:
             os.close(fd)
         connection.close()
-        mounter.run("undo")
+        mounter.undo()
 
 
 def _peer_uid(connection: socket.socket) -> int:
@@ -249,80 +245,66 @@ def _reseed() -> None:
     numpy.random.seed()
 
 
-# -- the mounter: the server's only process with ctypes -------------------------------------------------------
+# -- the kernel's view of the file system ---------------------------------------------------------------------
 class Mounter:
-    """A child forked before the server imports anything; in the server's mount namespace, it makes a kernel's
-    mounts (`sandbox.Sandbox._mounts`) and takes them down after the kernel."""
+    """The server's mounts for one kernel at a time (`sandbox.Sandbox._mounts`), in the server's mount namespace:
+    made before the kernel is forked, taken down after it."""
 
     def __init__(self):
-        self.channel, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        if os.fork() == 0:
-            self.channel.close()
-            try:
-                _mount_service(theirs)
-            finally:
-                os._exit(0)
-        theirs.close()
+        import ctypes  # here: the stub, which runs this file too, starts without it
 
-    def run(self, operations) -> None:
-        """Make `operations` (a list), or take down what the last ones made ("undo")."""
-        if not operations:
-            return
-        self.channel.send(json.dumps(operations).encode())
-        answer = self.channel.recv(REQUEST_LIMIT)
-        if answer != b"ok":
-            raise OSError(answer.decode() or "the mounter ended")
+        self.libc, self.errno = ctypes.CDLL(None, use_errno=True), ctypes.get_errno
+        self.mounted: list[bytes] = []  # the mounts made for the current kernel, in order
 
-
-def _mount_service(channel: socket.socket) -> None:
-    import ctypes
-    libc = ctypes.CDLL(None, use_errno=True)
-
-    def call(name: str, *args) -> None:
-        if getattr(libc, name)(*args) != 0:
-            error = ctypes.get_errno()
-            raise OSError(error, f"{name} {args[1] if name == 'mount' else args[0]!r}: {os.strerror(error)}")
-
-    mounted: list[bytes] = []
-    while True:
-        message = channel.recv(REQUEST_LIMIT)
-        if not message:
-            return
-        try:
-            operations = json.loads(message)
-            if operations == "undo":
-                while mounted:
-                    libc.umount2(mounted.pop(), MNT_DETACH)
+    def make(self, operations: list[list[str]]) -> None:
+        for operation, path, *options in operations:
+            if operation == "hide":  # an empty folder nobody may enter, over what exists there
+                if os.path.exists(path):
+                    self._mount(b"modulecraft-hidden", path, b"tmpfs", 0, b"mode=000,size=4k")
+            elif operation == "bind":  # `path` onto `options[0]`
+                self._mount(path.encode(), options[0], None, MS_BIND, None)
+            elif operation == "rebuild":
+                self._rebuild(path, options[0], options[1:])
             else:
-                mount_all(operations, call, mounted)
-            channel.send(b"ok")
-        except OSError as error:
-            channel.send(str(error).encode())
+                raise ValueError(f"unknown mount operation {operation!r}")
 
+    def _rebuild(self, folder: str, tmpfs_options: str, entries: list[str]) -> None:
+        """Cover `folder` with a tmpfs, then bring back its `entries` (each with what is mounted under it),
+        reached through file descriptors opened before they were covered."""
+        kept = {}
+        try:
+            for name in entries:
+                entry = os.path.join(folder, name)
+                if os.path.islink(entry):
+                    kept[name] = os.readlink(entry)
+                elif os.path.lexists(entry):
+                    kept[name] = os.open(entry, os.O_PATH)
+            self._mount(b"modulecraft", folder, b"tmpfs", 0, tmpfs_options.encode())
+            for name, original in kept.items():
+                entry = os.path.join(folder, name)
+                if isinstance(original, str):
+                    os.symlink(original, entry)
+                    continue
+                if stat.S_ISDIR(os.fstat(original).st_mode):
+                    os.mkdir(entry)
+                else:
+                    os.close(os.open(entry, os.O_CREAT | os.O_WRONLY, 0o644))
+                self._mount(f"/proc/self/fd/{original}".encode(), entry, None, MS_BIND | MS_REC, None)
+        finally:
+            for original in kept.values():
+                if isinstance(original, int):
+                    os.close(original)
 
-def mount_all(operations: list[list[str]], call, mounted: list[bytes]) -> None:
-    """Make a kernel's view of the file system (`sandbox.Sandbox._mounts`), noting each mount in `mounted`."""
-    for operation, path, *options in operations:
-        target = path.encode()
-        if operation == "mkdir":
-            os.makedirs(path, exist_ok=True)
-        elif operation == "touch":
-            os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o644))
-        elif operation == "bind":  # `path` onto `options[0]`
-            call("mount", target, options[0].encode(), None, MS_BIND, None)
-            mounted.append(options[0].encode())
-        elif operation == "tmpfs":
-            call("mount", b"modulecraft", target, b"tmpfs", 0, options[0].encode())
-            mounted.append(target)
-        elif operation == "hide":  # an empty folder nobody may enter, over what exists there
-            if os.path.exists(path):
-                call("mount", b"modulecraft-hidden", target, b"tmpfs", 0, b"mode=000,size=4k")
-                mounted.append(target)
-        elif operation == "detach":
-            call("umount2", target, MNT_DETACH)
-            mounted.remove(target)
-        else:
-            raise ValueError(f"unknown mount operation {operation!r}")
+    def _mount(self, source, target: str, fstype, flags: int, options) -> None:
+        if self.libc.mount(source, target.encode(), fstype, flags, options) != 0:
+            error = self.errno()
+            raise OSError(error, f"mount {source!r} on {target}: {os.strerror(error)}")
+        self.mounted.append(target.encode())
+
+    def undo(self) -> None:
+        """Take down the current kernel's mounts, the last made first."""
+        while self.mounted:
+            self.libc.umount2(self.mounted.pop(), MNT_DETACH)
 
 
 # -- the grading process's side ------------------------------------------------------------------------------

@@ -111,16 +111,13 @@ def _which_chapter(found_ids: list[str], source_root: Path) -> str:
 
 
 def timed_out_cells(graded: Path) -> list[str]:
-    """grade_ids (or indices) of the cells that hit the per-cell time limit in an autograded notebook."""
+    """grade_ids (or indices) of the cells that hit the per-cell time limit in the notebook this process has just
+    autograded (`graded`, its autograded copy): as the grader recorded them (`sandbox.timed_out`), not as the
+    outputs show them. A learner's `raise KeyboardInterrupt` is a mistake in the learner's code, not a timeout."""
     if not graded.exists():
         return []
     cells = json.loads(graded.read_text())["cells"]
-    return [_grade_id(cell) or f"#{index}" for index, cell in enumerate(cells)
-            if any(_timed_out(output) for output in cell.get("outputs", []))]
-
-
-def _timed_out(output) -> bool:
-    return output.get("ename") in ("CellTimeoutError", "KeyboardInterrupt")
+    return [_grade_id(cells[index]) or f"#{index}" for index in sandbox.timed_out]
 
 
 def autograde_config() -> Config:

@@ -10,11 +10,18 @@ apart):
   user's processes killed after the kernel, even `setsid()` ones;
 - the forkserver's network namespace: no network at all (it talks to the grader over Unix sockets in its
   folder);
-- the forkserver's mount namespace, where its mounter builds each kernel's view and takes it down after it:
-  fresh `/tmp`, `/var/tmp`, `/run/lock` and `/dev/shm`; the grading folder (gradebook, other submissions) and
-  every repository folder it does not import from (course sources with hidden tests, `.git`, tests) hidden
-  under empty mounts; folders the unprivileged user could not traverse (e.g. an interpreter or a clone under a
-  0700 home) re-exposed with only what the kernel needs; no new privileges (setuid programs grant nothing).
+- the forkserver's mount namespace, where it builds each kernel's view and takes it down after it. The kernel
+  sees an allow-list: the system's folders an interpreter needs (`/usr`, `/etc`, `/lib*`, `/bin`, `/sbin`, `/dev`,
+  `/proc`, `/sys`) and, of every other folder, only what lies on the way to what it needs (the interpreter, the
+  venv, the repository's packages it imports, its modulecraft, its working folder): every other top-level folder
+  (`/opt`, `/srv`, `/home`, `/root`, `/mnt`, most of `/var` and `/run`, ...) is hidden under an empty
+  mount, and a folder on the way is rebuilt with only the entries on the way (which also opens one the
+  unprivileged user could not enter, e.g. a 0700 home holding the interpreter). So no other copy of the
+  reference (a JupyterHub's, another clone, another worktree, another chapter's stripped copy, a pip cache) is
+  in sight.
+  Fresh `/tmp`, `/var/tmp`, `/run/lock` and `/dev/shm`; in the repository, every folder it does not import from
+  (course sources with hidden tests, `.git`, tests, the probes' source) and the grading folder hidden; no new
+  privileges (setuid programs grant nothing).
 
 A wall-clock watchdog kills a kernel that outlives the notebook time limit.
 
@@ -54,7 +61,7 @@ from traitlets import default
 from traitlets.config import Config
 
 from . import config as course_config
-from . import cgroups, forkserver
+from . import answer_key, cgroups, forkserver
 from .filelock import exclusive
 
 MEMORY_LIMIT_MB = int(os.environ.get("MODULECRAFT_KERNEL_MEMORY_MB", 2048))
@@ -68,6 +75,9 @@ STATE_DIR = Path("/run/modulecraft-grader")  # root only: slot locks and kernels
 USER_PREFIX = "modulecraft-grader-"
 # Writable by all users: every kernel gets empty ones of its own.
 PRIVATE = tuple(p for p in map(Path, ("/tmp", "/var/tmp", "/run/lock", "/dev/shm")) if p.is_dir())
+# The top-level folders a kernel sees whole (as root with namespaces): what an interpreter and the programs it
+# starts need. Of every other one it sees only what lies on the way to what it needs (`folders_to_rebuild`).
+SYSTEM = frozenset(("bin", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc", "sbin", "sys", "usr"))
 
 # What happened to the kernels of this process that the grader should report (the watchdog's kills).
 events: list[str] = []
@@ -98,9 +108,11 @@ def running_as_root() -> bool:
 
 
 def kernel_needs() -> list[Path]:
-    """What a kernel must be able to read: the interpreter, the venv, the repository (editable installs) and
-    $PYTHONPATH. Its working folder is its user's own."""
+    """What a kernel must be able to read: the interpreter, the venv, the repository (editable installs),
+    $PYTHONPATH and the modulecraft it imports. Its working folder is its user's own."""
     extra = [Path(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and Path(p).exists()]
+    if kernel_modulecraft is not None:
+        extra.append(kernel_modulecraft)
     return [Path(sys.base_prefix), Path(sys.prefix), Path(sys.executable).parent, course_config.REPO_ROOT, *extra]
 
 
@@ -118,33 +130,18 @@ def kernel_packages() -> tuple[str, ...]:
 def repository_secrets() -> list[Path]:
     """Every folder of the repository a kernel does not import from: the course sources with hidden tests, but
     also `.git` (their history), tests, built demos and workspaces; and the probes' source (kernels get the probes
-    already imported by their forkserver). In a git worktree, also its `.git` file and the same folders of the main
-    checkout that file names, which hold the same hidden tests."""
+    already imported by their forkserver); in a git worktree, its `.git` file (where the main checkout is). And the
+    whole reference wherever this process imports it from (e.g. a copy installed in the venv) when kernels import
+    a copy without the answer key."""
     repo = course_config.REPO_ROOT
-    secrets = [course_config.COURSE_SOURCE]
-    for checkout in (repo, *main_checkout(repo)):
-        secrets.append(checkout / "autograder" / "probes")
-        keep = {checkout / name for name in kernel_packages()}
-        keep |= {checkout / path.resolve().relative_to(checkout).parts[0] for path in kernel_needs()
-                 if path.resolve().is_relative_to(checkout) and path.resolve() != checkout}
-        secrets += (p for p in checkout.iterdir() if p.is_dir() and p not in keep)
-    if (repo / ".git").is_file():
-        secrets.append(repo / ".git")
+    secrets = [course_config.COURSE_SOURCE, repo / "autograder" / "probes", repo / ".git"]
+    keep = {repo / name for name in kernel_packages()}
+    keep |= {repo / path.resolve().relative_to(repo).parts[0] for path in kernel_needs()
+             if path.resolve().is_relative_to(repo) and path.resolve() != repo}
+    secrets += (p for p in repo.iterdir() if p.is_dir() and p not in keep and p.name != ".git")
+    if "reference" not in kernel_packages() and not any(answer_key.REFERENCE.is_relative_to(s) for s in secrets):
+        secrets.append(answer_key.REFERENCE)
     return secrets
-
-
-def main_checkout(worktree: Path) -> list[Path]:
-    """The main checkout of a git worktree (whose `.git` file says `gitdir: <main>/.git/worktrees/<name>`)."""
-    try:
-        pointer = (worktree / ".git").read_text().strip()
-    except (IsADirectoryError, FileNotFoundError):
-        return []
-    gitdir = (worktree / pointer.removeprefix("gitdir:").strip()).resolve()
-    try:
-        common = (gitdir / (gitdir / "commondir").read_text().strip()).resolve()
-    except FileNotFoundError:
-        return []
-    return [common.parent] if common.name == ".git" and common.parent != worktree.resolve() else []
 
 
 @functools.cache
@@ -219,9 +216,8 @@ class Sandbox:
                 _remove(stale)
             self.workdir = Path(tempfile.mkdtemp(prefix=prefix + "kernel-", dir=STATE_DIR))
             _mount_tmpfs(self.workdir, f"mode=0700,size={DISK_LIMIT_MB}m")
-            self.stage = Path(tempfile.mkdtemp(prefix=prefix + "stage-", dir=STATE_DIR))
         else:
-            self.workdir, self.stage = Path(tempfile.mkdtemp(prefix="modulecraft-kernel-")), None
+            self.workdir = Path(tempfile.mkdtemp(prefix="modulecraft-kernel-"))
         if data_dir:  # the chapter's data files that nbgrader copied next to the notebook
             for item in Path(data_dir).iterdir():
                 if item.is_file() and item.suffix != ".ipynb":
@@ -284,22 +280,20 @@ class Sandbox:
         return kernel_server().kernel_command(spec, kernel_cmd)
 
     def _mounts(self) -> list[list[str]]:
-        """Rebuild the folders the kernel must not see whole (blocked or shared ones) with only what it needs,
-        then cover what it must not see at all: the operations the forkserver's mounter makes for the kernel."""
-        operations = []
-        for n, (folder, children) in enumerate(folders_to_rebuild(kernel_needs())):
-            staged = self.stage / str(n)
-            options = f"mode=1777,size={FILE_SIZE_LIMIT_MB}m" if folder in PRIVATE else "mode=0755,size=64k"
-            operations += [["mkdir", staged], ["bind", folder, staged], ["tmpfs", folder, options]]
-            for child in sorted(children):
-                make = "mkdir" if (folder / child).is_dir() else "touch"
-                operations += [[make, folder / child], ["bind", staged / child, folder / child]]
-            operations.append(["detach", staged])
-        for path in self.hidden:  # unless already out of sight in a rebuilt folder
+        """The operations that make the kernel's view of the file system (see the module's docstring), in the
+        forkserver's mount namespace. What it must not see is covered first: a folder rebuilt after brings its
+        entries back with what covers parts of them."""
+        needed = kernel_needs()
+        rebuilt = folders_to_rebuild(needed, own=[self.workdir])
+        operations = [["hide", folder] for folder in folders_out_of_sight([*needed, self.workdir])]
+        for path in self.hidden:
             if path.is_dir():
                 operations.append(["hide", path])
-            elif path.exists():  # a file (a worktree's `.git`): covered by an empty one only root may read
+            elif path.exists():  # a file: covered by an empty one only root may read
                 operations.append(["bind", _unreadable_file(), path])
+        for folder, children in rebuilt:
+            options = f"mode=1777,size={FILE_SIZE_LIMIT_MB}m" if folder in PRIVATE else "mode=0755,size=64k"
+            operations.append(["rebuild", folder, options, *sorted(children)])
         return [[operation, *map(str, args)] for operation, *args in operations]
 
     def start_watchdog(self, pid: int) -> None:
@@ -332,8 +326,6 @@ class Sandbox:
         if self.group:
             self.group.close()
         _remove(self.workdir)
-        if self.stage:
-            _remove(self.stage)
         if self.slot_lock:
             self.slot_lock.close()
         _open.remove(self)
@@ -406,13 +398,26 @@ def _remove(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
+# The indices of the cells of this process's last notebook that ran over the per-cell time limit (nbclient
+# interrupted them). Only the grader can tell: a cell's outputs cannot (the interrupt raises KeyboardInterrupt in
+# the cell, which a learner's code can raise too, as it can raise an error of any name).
+timed_out: list[int] = []
+
+
 class ConfinedExecute(Execute):
-    """nbgrader's Execute, whose kernels' sandboxes are closed however the notebook ends.
+    """nbgrader's Execute, whose kernels' sandboxes are closed however the notebook ends, and which records the
+    cells it interrupts at the per-cell time limit (`timed_out`).
 
     A kernel that exits or is killed mid-notebook costs only the cells it did not run: the cells that ran keep
     their outputs (and scores), the others get an error output saying why, and the grader reports it."""
 
+    async def _async_handle_timeout(self, timeout, cell=None):
+        if cell is not None:
+            timed_out.append(next(index for index, other in enumerate(self.nb.cells) if other is cell))
+        return await super()._async_handle_timeout(timeout, cell)
+
     def preprocess(self, nb, resources, km=None):
+        timed_out.clear()
         try:
             return super().preprocess(nb, resources, km=km)
         except DeadKernelError:
@@ -498,15 +503,32 @@ def blocked_ancestors(needed: list[Path]) -> dict[Path, set[str]]:
     return blocked
 
 
-def folders_to_rebuild(needed: list[Path]) -> list[tuple[Path, set[str]]]:
-    """Blocked folders, and the shared /tmp and /dev/shm (each kernel gets its own), top-down, each with the
-    entries to bring back into it."""
+def folders_to_rebuild(needed: list[Path], own: list[Path] = ()) -> list[tuple[Path, set[str]]]:
+    """The folders a kernel gets rebuilt with only some of their entries, top-down, each with those entries:
+    every folder outside the system's (`SYSTEM`) on the way to what it needs and to its `own` folders (its
+    working folder), so that it sees nothing else there (other clones, worktrees, grading folders, kernels);
+    folders others cannot traverse on the way to what it needs, even system ones; and the shared /tmp-like
+    folders, which every kernel gets empty (but for what it needs in them)."""
     folders = blocked_ancestors(needed)
+    whole = [path.resolve() for path in [*needed, *own]]  # seen whole (a venv inside the repository too)
+    for path in [*whole, *PRIVATE]:
+        chain = [*reversed(path.resolve().parents), path.resolve()]
+        for folder, child in zip(chain[1:], chain[2:]):  # below the root
+            if any(folder.is_relative_to(seen) for seen in whole):
+                break
+            if folder.parts[1] not in SYSTEM or folder in PRIVATE:
+                folders.setdefault(folder, set()).add(child.name)
     for private in PRIVATE:
-        folders.setdefault(private, set()).update(
-            path.resolve().relative_to(private).parts[0] for path in needed
-            if path.resolve().is_relative_to(private) and path.resolve() != private)
+        folders.setdefault(private, set())
     return sorted(folders.items(), key=lambda item: len(item[0].parts))
+
+
+def folders_out_of_sight(needed: list[Path]) -> list[Path]:
+    """The top-level folders a kernel does not see at all: neither the system's nor on the way to what it needs
+    (nor a shared /tmp-like folder, which it gets empty)."""
+    in_view = SYSTEM | {path.resolve().parts[1] for path in [*needed, *PRIVATE] if len(path.resolve().parts) > 1}
+    return sorted(entry for entry in Path("/").iterdir()
+                  if entry.name not in in_view and entry.is_dir() and not entry.is_symlink())
 
 
 class PromptKernelClient(AsyncKernelClient):

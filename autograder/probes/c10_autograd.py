@@ -1,13 +1,16 @@
-"""Chapter 10's tests: recording, the engine's dependency counts, AccumulateGrad, backward formulas.
+"""Chapter 10's tests: recording, the engine's dependency counts, AccumulateGrad, the walk, backward formulas.
 
 Fixtures never go through the learner's recording: nodes are made by hand (`Node`, the op's node class) with the
 values their backward reads, so that a slip in one exercise costs points on that exercise only (the formulas of
-`addmm_backward`, which calls `unbroadcast` and `mm_gradients`, are the one exception: `BUILDS_ON`).
+`addmm_backward`, which calls `unbroadcast` and `mm_gradients`, are the one exception: `BUILDS_ON`). The walk's
+probes hand it their own graph, its dependency counts (counted while the probe builds the edges) and their own
+`run_node`, which records what the walk makes it do: neither the learner's counts nor their formulas are involved.
 """
+import sys
+
 import numpy as np
 
 from modulecraft import no_grad
-from modulecraft.autograd import engine
 from modulecraft.autograd.graph import _FREED, AccumulateGrad, Node
 from modulecraft.autograd.ops.reductions import MeanBackward0, MeanBackward1, SumBackward0, SumBackward1
 from modulecraft.autograd.tensor import Tensor, result
@@ -20,6 +23,7 @@ YOURS = {
     "edges": "modulecraft.autograd.tensor:edges",
     "_dependencies": "modulecraft.autograd.engine:_dependencies",
     "accumulate_grad": "modulecraft.autograd.graph:AccumulateGrad.backward",
+    "_walk": "modulecraft.autograd.engine:_walk",
     "unbroadcast": "modulecraft.autograd.ops.elementwise:unbroadcast",
     "mm_gradients": "modulecraft.autograd.ops.linalg:mm_gradients",
     "relu_backward": "modulecraft.nn.functional:ReluBackward0.backward",
@@ -70,24 +74,19 @@ def edge_kinds(edges_of, inputs):
 
 
 class Step(Node):
-    """A node of a hand-made graph: records the gradient it receives, sends `factor * grad` along each edge."""
+    """A node of a hand-made graph, named by its label."""
 
-    def __init__(self, label, next_functions, factors, log):
+    def __init__(self, label, next_functions):
         super().__init__(next_functions)
-        self.label, self.factors, self.log = label, factors, log
-
-    def backward(self, grad):
-        self.log.append([self.label, float(grad)])
-        return tuple(grad * factor for factor in self.factors)
+        self.label = label
 
 
-def random_graph(draw, log=None):
+def random_graph(draw):
     """Nodes created leaves first (as a forward pass does), each with edges to earlier ones (repeats included: a
     tensor used twice) and sometimes a `(None, 0)` edge; returns the nodes, the last one being the root.
 
     Always, the root points at the two nodes before it and the first of those at the second: a node reached along
     two paths, with edges of its own."""
-    log = [] if log is None else log
     nodes = []
     count = draw.int(5, 8)
     for index in range(count):
@@ -99,25 +98,14 @@ def random_graph(draw, log=None):
         edges_ = [(nodes[target], 0) for target in targets]
         if index and draw.int(0, 3) == 0:
             edges_.insert(draw.int(0, len(edges_)), (None, 0))
-        factors = [float(draw.int(1, 5)) for _ in edges_]
-        nodes.append(Step(f"n{index}", tuple(edges_), factors, log))
-    return nodes, log
+        nodes.append(Step(f"n{index}", tuple(edges_)))
+    return nodes
 
 
 def counts(dependencies_of, roots, nodes):
     labels = {id(node): node.label for node in nodes}
     found = dependencies_of(list(roots))
     return sorted([labels.get(id(node), "not a node of the graph"), count] for node, count in dict(found).items())
-
-
-def engine_walk(yours, roots, root_grads):
-    """The reference engine, walking with the learner's dependency counts (while grading it has no others)."""
-    saved = engine._dependencies
-    engine._dependencies = yours._dependencies
-    try:
-        engine.run_backward([(root, 0) for root in roots], [np.array(g) for g in root_grads], False)
-    finally:
-        engine._dependencies = saved
 
 
 def node_of(node_class, saved, **attributes):
@@ -179,7 +167,7 @@ def recording_hidden(yours, draw, check):
 
 # -- exercise 2: the engine (dependency counts here, AccumulateGrad below) -----------------------------------------
 def dependencies_visible(yours, draw, check):
-    nodes, _ = random_graph(draw)
+    nodes = random_graph(draw)
     check("_dependencies([root]) on a random graph: how many edges point at each node (node labels, counts)",
           lambda: counts(yours._dependencies, [nodes[-1]], nodes),
           hint="see 10.2: visit each node once; count every edge (a node used twice counts twice); the roots "
@@ -187,16 +175,11 @@ def dependencies_visible(yours, draw, check):
 
 
 def dependencies_hidden(yours, draw, check):
-    nodes, log = random_graph(draw)
+    nodes = random_graph(draw)
     extra = draw.int(0, len(nodes) - 2)
     check("_dependencies with two roots (the second also reachable from the first)",
           lambda: counts(yours._dependencies, [nodes[-1], nodes[extra]], nodes),
           hint="see 10.2: a root reached from another root has a count too.")
-    seed = float(draw.int(1, 4))
-    check("the order in which the engine runs the nodes, and the gradient each receives (summed over its edges)",
-          lambda: (engine_walk(yours, [nodes[-1]], [seed]), [list(entry) for entry in log])[1],
-          hint="see 10.2: a node may run only once every edge into it has delivered its gradient: a count too "
-               "small runs it early (with part of its sum), a missing node never runs.", close=True)
 
 
 @probe("c10_engine_visible")
@@ -271,7 +254,152 @@ def accumulate_grad_hidden(yours, draw, check):
                "index 0 - got [...] but expected shape compatible with [...]'.")
 
 
-# -- exercise 4: matmul and broadcasting ---------------------------------------------------------------------------
+# -- exercise 4: the walk -------------------------------------------------------------------------------------------
+class Relay(Node):
+    """A node of a walk's graph: `factors` says what the probes' `run_node` sends along each edge (`factor *` the
+    sum it received, or None: no gradient flows there); `_saved` holds a value, as a recorded operation's would."""
+
+    def __init__(self, label, next_functions, factors):
+        super().__init__(next_functions)
+        self.label, self.factors, self._saved = label, factors, (label,)
+
+
+def walk_graph(draw):
+    """Nodes created leaves first, as a forward pass does: edges to earlier nodes (a repeated one: a tensor used
+    twice), sometimes `(None, 0)`, sinks numbered as AccumulateGrad nodes (run as soon as ready), a node with two
+    outputs, factors of 1 (the same array goes along each such edge, as AddBackward0 passes its gradient on) and None
+    (nothing flows). Every node is reachable from the last one, the root. The root's first edges are fixed: to a
+    node only the root points at (`side`, ready first but older than the next one), then one array as it is to the
+    node two before the root and twice to the node just before it, which also points at the other: a node reached
+    along two paths, and an array that must not change while it waits in a buffer.
+
+    Returns the nodes and how many edges point at each, counted as the edges are drawn: the walk's `dependencies`."""
+    count = draw.int(6, 9)
+    side = count - 4
+    two_outputs = draw.int(0, count - 3)
+    nodes, pointing, unreached = [], {}, []
+    for index in range(count):
+        sink = index == 0 or (index < count - 2 and index not in (two_outputs, side) and draw.int(0, 2) == 0)
+        targets = [] if sink else [draw.int(max(0, index - 3), index - 1) for _ in range(draw.int(1, 3))]
+        if index > side:
+            targets = [target for target in targets if target != side]
+        fixed = []
+        if index == count - 1:
+            fixed = [side, index - 2, index - 1, index - 1]
+            targets += [t for t in unreached if t < side]
+        elif index == count - 2:
+            fixed = [index - 1]
+        edges_ = [(nodes[t], draw.int(0, 1) if t == two_outputs else 0) for t in fixed + targets]
+        if targets and draw.int(0, 3) == 0:
+            edges_.insert(draw.int(len(fixed), len(edges_)), (None, 0))
+        factors = [1.0 if index == count - 1 and 0 < position < len(fixed) else
+                   draw.choice((None, 1.0, 1.0, 2.0, 3.0, 4.0)) for position in range(len(edges_))]
+        node = Relay(f"n{index}", tuple(edges_), factors)
+        if sink:  # as a leaf's AccumulateGrad: the highest numbers (distinct here: no ties to break)
+            node._sequence_nr = sys.maxsize - index
+        if index == two_outputs:
+            node.num_outputs = 2
+        for target, _ in edges_:
+            if target is not None:
+                pointing[target] = pointing.get(target, 0) + 1
+        unreached = [t for t in unreached if t not in fixed + targets] + [index]
+        nodes.append(node)
+    return nodes, pointing
+
+
+class Runs:
+    """The probes' `run_node`: records each call (which node, the gradients it was given), sends along the node's
+    edges what its factors say, adds what the sinks (nodes without edges) receive into `sums`, reads the node's
+    saved values first (which raises torch's error once they were released) and declines the nodes `declined`."""
+
+    def __init__(self, declined=()):
+        self.calls, self.sums, self.declined = [], {}, set(declined)
+
+    def __call__(self, node, grads):
+        received = [None if g is None else float(np.sum(g)) for g in grads]
+        self.calls.append([node.label, received])
+        if node.label in self.declined:
+            return None
+        node.saved_values()
+        arrived = [g for g in received if g is not None]
+        if not node.next_functions:
+            self.sums[node.label] = self.sums.get(node.label, 0.0) + sum(arrived)
+        if not arrived:
+            return (None,) * len(node.next_functions)
+        passed_on = np.array([sum(arrived)])
+        return tuple(None if factor is None else passed_on if factor == 1.0 else passed_on * factor
+                     for factor in node.factors)
+
+    def order(self):
+        return [label for label, _ in self.calls]
+
+    def received(self):
+        return sorted(self.calls, key=lambda call: call[0])  # a node called twice keeps its calls' order
+
+
+def freed(nodes):
+    return [node.label for node in nodes if node._saved is _FREED]
+
+
+def walk(yours, nodes, pointing, roots, root_grads, retain_graph, runs):
+    yours._walk(list(roots), [np.array([g]) for g in root_grads], dict(pointing), retain_graph, runs)
+
+
+ORDER_HINT = ("see 10.4: among the nodes that are ready, the one with the highest _sequence_nr (the newest) runs "
+              "first, and every node runs through run_node (which also runs its hooks).")
+SUM_HINT = ("see 10.4: a node runs once, after every edge counted for it in `dependencies` has delivered: a tensor "
+            "used twice gets the sum of both parts; one summed gradient per output (None where nothing arrived); "
+            "never add into a gradient in place (the same array may have gone along another edge too).")
+
+
+@probe("c10_walk_visible")
+def walk_visible(yours, draw, check):
+    nodes, pointing = walk_graph(draw)
+    runs, gradient = Runs(), float(draw.int(1, 4))
+    check("_walk from one root: the gradients run_node was given for each node (label, one per output), by label",
+          lambda: (walk(yours, nodes, pointing, [(nodes[-1], 0)], [gradient], False, runs), runs.received())[1],
+          close=True, hint=SUM_HINT)
+    check("the order in which run_node was called (node labels)", runs.order, hint=ORDER_HINT)
+    check("the nodes whose saved values were released by that walk (retain_graph=False)", lambda: freed(nodes),
+          hint="see 10.4: once a node ran, unless retain_graph, release its saved values (node.release_saved()).")
+    check("a second walk over the same graph",
+          lambda: (walk(yours, nodes, pointing, [(nodes[-1], 0)], [gradient], False, Runs()), "no error")[1],
+          phrase="backward through the graph a second time",
+          hint="see 10.4: a second backward through a graph whose saved values were released raises torch's error; "
+               "if it ran silently, the first walk released nothing.")
+
+
+@probe("c10_walk_hidden")
+def walk_hidden(yours, draw, check):
+    nodes, pointing = walk_graph(draw)
+    other = draw.int(0, len(nodes) - 4)  # not one of the two the root sends its one array to
+    other_output = draw.int(0, nodes[other].num_outputs - 1)
+    roots = [(nodes[-1], 0), (nodes[other], other_output), (nodes[-1], 0)]
+    gradients = [float(draw.int(1, 4)) for _ in roots]
+    runs = Runs()
+    check("_walk from three roots (the root given twice, a node the root also reaches), retain_graph=True: the "
+          "gradients each node was given, by label",
+          lambda: (walk(yours, nodes, pointing, roots, gradients, True, runs), runs.received())[1], close=True,
+          hint=SUM_HINT + " Gradients given for the same root add up; a root that other nodes point at waits for "
+                          "them too.")
+    check("the order of the calls in that walk", runs.order, hint=ORDER_HINT)
+    again = Runs()
+    again.sums = runs.sums
+    check("a second walk with retain_graph=True: the nodes released, and what the sinks received over both walks",
+          lambda: (walk(yours, nodes, pointing, roots, gradients, True, again), [freed(nodes), runs.sums])[1],
+          close=True, hint="see 10.4: with retain_graph=True nothing is released: the graph can be walked again "
+                           "(the gradients add up).")
+    declined = draw.choice([node.label for node in nodes[1:-2]])
+    pruned = Runs([declined])
+    check(f"a walk where run_node declines {declined} (returns None, as autograd.grad does for a node that leads to "
+          "none of its inputs): the calls, then the nodes released",
+          lambda: (walk(yours, nodes, pointing, [(nodes[-1], 0)], [gradients[0]], False, pruned),
+                   [pruned.calls, freed(nodes)])[1], close=True,
+          hint="see 10.4: when run_node returns None the node did not run: it sends nothing and keeps its saved "
+               "values; a node that ran must release its saved values (retain_graph is False here).")
+
+
+# -- exercise 5: matmul and broadcasting ---------------------------------------------------------------------------
 def broadcast_case(draw, leading):
     """An input shape whose first axis (size 1) was stretched, maybe a second axis too, plus `leading` new axes."""
     shape = (1,) + ((draw.choice((1, draw.int(2, 4))),) if draw.coin() else ())
@@ -285,13 +413,13 @@ def matmul_broadcast_visible(yours, draw, check):
     shape, grad = broadcast_case(draw, draw.int(1, 2))
     check(f"unbroadcast(grad, shape) for a gradient of shape {grad.shape} and an input of shape {shape}",
           lambda: np.asarray(yours.unbroadcast(grad, shape)), close=True,
-          hint="see 10.4: sum over the leading axes broadcasting added, then (keepdims) over each axis of size "
+          hint="see 10.5: sum over the leading axes broadcasting added, then (keepdims) over each axis of size "
                "1 in the input that was stretched.")
     n, k, m = draw.sample(range(1, 6), 3)  # three different sizes: a transpose too many or too few shows
     a, b, g = draw.array(n, k), draw.array(k, m), draw.array(n, m)
     check("mm_gradients(grad, a, b, True, True) for 2-D a and b",
           lambda: arrays(tuple(yours.mm_gradients(g, a, b, True, True))), close=True,
-          hint="see 10.4: grad_a = grad @ b.T, grad_b = a.T @ grad.")
+          hint="see 10.5: grad_a = grad @ b.T, grad_b = a.T @ grad.")
 
 
 @probe("c10_matmul_broadcast_hidden")
@@ -299,21 +427,21 @@ def matmul_broadcast_hidden(yours, draw, check):
     shape, grad = broadcast_case(draw, 0)
     check(f"unbroadcast for a gradient of shape {grad.shape} and an input of shape {shape} (no leading axes)",
           lambda: np.asarray(yours.unbroadcast(grad, shape)), close=True,
-          hint="see 10.4: an axis of size 1 that was stretched is summed with keepdims=True.")
+          hint="see 10.5: an axis of size 1 that was stretched is summed with keepdims=True.")
     same = draw.array(draw.int(1, 3), draw.int(1, 3))
     check("unbroadcast for a gradient that already has the input's shape",
           lambda: np.asarray(yours.unbroadcast(same, same.shape)), close=True,
-          hint="see 10.4: nothing to sum: return the gradient as it is.")
+          hint="see 10.5: nothing to sum: return the gradient as it is.")
     n, k, m = draw.int(1, 4), draw.int(1, 4), draw.int(1, 4)
     a, b, g = draw.array(k, n).T, draw.array(k, m), draw.array(n, m)
     first = draw.coin()
     check("mm_gradients with only one operand needing a gradient (the other gets None), a column-major a",
           lambda: arrays(tuple(yours.mm_gradients(g, a, b, first, not first))), close=True,
-          hint="see 10.4: the flags say which gradients to compute (grad_a = grad @ b.T, grad_b = a.T @ grad); "
+          hint="see 10.5: the flags say which gradients to compute (grad_a = grad @ b.T, grad_b = a.T @ grad); "
                "None for the other.")
 
 
-# -- exercise 5: ReLU, sum, mean, log-softmax ----------------------------------------------------------------------
+# -- exercise 6: ReLU, sum, mean, log-softmax ----------------------------------------------------------------------
 def reduction_node(node_class, shape, axes, keepdims):
     return node_of(node_class, None, shape=shape, axes=axes, keepdims=keepdims)
 
@@ -332,19 +460,19 @@ def formulas_visible(yours, draw, check):
     grad = draw.array(*shape)
     check("relu_backward(node, grad): the gradient passes where the output is positive",
           lambda: arrays(yours.relu_backward(node_of(ReluBackward0, (out,)), grad)), close=True,
-          hint="see 10.5: grad * (out > 0), with out = self.saved_values()[0] (the output ReLU saved).")
+          hint="see 10.6: grad * (out > 0), with out = self.saved_values()[0] (the output ReLU saved).")
     axis = draw.int(0, 1)
     reduced = draw.array(*reduced_shape(shape, (axis,), False))
     check(f"sum_backward and mean_backward for a reduction over axis {axis} of a {shape} input",
           lambda: [arrays(yours.sum_backward(reduction_node(SumBackward1, shape, (axis,), False), reduced)),
                    arrays(yours.mean_backward(reduction_node(MeanBackward1, shape, (axis,), False), reduced))],
-          close=True, hint="see 10.5: put the reduced axes back (np.expand_dims), spread the gradient over the "
+          close=True, hint="see 10.6: put the reduced axes back (np.expand_dims), spread the gradient over the "
                            "input's shape (np.broadcast_to); a mean also divides by the number of values averaged.")
     logits = draw.array(*shape)
     log_p = _log_softmax_values(logits, 1)
     check("log_softmax_backward(node, grad) over axis 1",
           lambda: arrays(yours.log_softmax_backward(node_of(LogSoftmaxBackward0, (log_p,), axis=1), grad)),
-          close=True, hint="see 10.5: grad - softmax * grad.sum(axis, keepdims=True), softmax = exp(saved output).")
+          close=True, hint="see 10.6: grad - softmax * grad.sum(axis, keepdims=True), softmax = exp(saved output).")
 
 
 @probe("c10_formulas_hidden")
@@ -356,25 +484,25 @@ def formulas_hidden(yours, draw, check):
         method = getattr(yours, f"{name}_backward")
         check(f"{name}_backward for a full reduction of a {shape} input (keepdims={keepdims})",
               lambda: arrays(method(reduction_node(node_class, shape, None, keepdims), grad)), close=True,
-              hint="see 10.5: axes None means every axis was reduced.")
+              hint="see 10.6: axes None means every axis was reduced.")
     axes = tuple(sorted(draw.sample(range(3), 2)))
     grad = draw.array(*reduced_shape(shape, axes, True))
     check(f"mean_backward over axes {axes} with keepdims=True",
           lambda: arrays(yours.mean_backward(reduction_node(MeanBackward1, shape, axes, True), grad)), close=True,
-          hint="see 10.5: with keepdims the reduced axes are still there (size 1); divide by the product of "
+          hint="see 10.6: with keepdims the reduced axes are still there (size 1); divide by the product of "
                "their sizes.")
     rows = draw.array(draw.int(2, 4), draw.int(2, 4))
     log_p, grad = _log_softmax_values(rows, 0), draw.array(*rows.shape)
     check("log_softmax_backward over axis 0",
           lambda: arrays(yours.log_softmax_backward(node_of(LogSoftmaxBackward0, (log_p,), axis=0), grad)),
-          close=True, hint="see 10.5: the sum runs along self.axis.")
+          close=True, hint="see 10.6: the sum runs along self.axis.")
     check("relu_backward on a node whose saved values were freed by a first backward",
           lambda: arrays(yours.relu_backward(node_of(ReluBackward0, _FREED), draw.array(2))),
           phrase="backward through the graph a second time",
           hint="see 10.3: read the output with self.saved_values(), which raises torch's error once freed.")
 
 
-# -- exercise 6: find the bug in linear's backward -----------------------------------------------------------------
+# -- exercise 7: find the bug in linear's backward -----------------------------------------------------------------
 def addmm_node(draw, bias, needs_input):
     n, k, m = draw.int(2, 4), draw.int(1, 4), draw.int(1, 4)
     x, weight, grad = draw.array(n, k), draw.array(m, k), draw.array(n, m)
@@ -389,7 +517,7 @@ def fix_addmm_visible(yours, draw, check):
     node, grad = addmm_node(draw, True, True)
     check("addmm_backward(node, grad) for linear with a bias: the gradients of bias, input and weight.T",
           lambda: arrays(yours.addmm_backward(node, grad)), close=True,
-          hint="see 10.6: the bias was broadcast over the batch: its gradient is summed back to bias_shape.")
+          hint="see 10.7: the bias was broadcast over the batch: its gradient is summed back to bias_shape.")
 
 
 @probe("c10_fix_addmm_hidden")
@@ -397,8 +525,8 @@ def fix_addmm_hidden(yours, draw, check):
     node, grad = addmm_node(draw, draw.coin(), False)
     check("addmm_backward when the input needs no gradient (and the bias may not either)",
           lambda: arrays(yours.addmm_backward(node, grad)), close=True,
-          hint="see 10.6: None for each edge that is (None, 0).")
+          hint="see 10.7: None for each edge that is (None, 0).")
     node, grad = addmm_node(draw, True, draw.coin())
     check("the shape of the bias gradient for a drawn batch size",
           lambda: [list(np.shape(g)) if g is not None else None for g in yours.addmm_backward(node, grad)],
-          hint="see 10.6: each gradient has the shape of its input (bias: bias_shape).")
+          hint="see 10.7: each gradient has the shape of its input (bias: bias_shape).")

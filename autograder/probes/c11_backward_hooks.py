@@ -1,11 +1,15 @@
-"""Chapter 11's tests: zero_grad and requires_grad_, the backward part of _call_impl, a gradient watcher."""
+"""Chapter 11's tests: zero_grad and requires_grad_, the identity Function of backward hooks, the backward part of
+_call_impl, a gradient watcher."""
+import contextlib
 import warnings
 
 import numpy as np
 
 import modulecraft
 from modulecraft import nn
+from modulecraft.autograd import Function
 from modulecraft.nn import functional as F
+from modulecraft.nn.modules import _functions
 from modulecraft.nn.modules import module as registry
 
 from . import Reference, probe
@@ -16,12 +20,26 @@ from . import Reference, probe
 YOURS = {
     "zero_grad": "modulecraft.nn.modules.module:Module.zero_grad",
     "requires_grad_": "modulecraft.nn.modules.module:Module.requires_grad_",
+    "BackwardHookFunction": "modulecraft.nn.modules._functions:BackwardHookFunction",
     "call_impl": "modulecraft.nn.modules.module:Module._call_impl",
     "watch_gradients": "modulecraft.exercises.c11_backward_hooks:watch_gradients",
 }
 
-# The watcher's probes run modules with full backward hooks: while grading, the learner's `call_impl` wires them.
-BUILDS_ON = {"c11_watch_gradients": ["c11_call_impl"]}
+# Modules with backward hooks wrap their inputs and output with the learner's BackwardHookFunction (`hooks_with`),
+# and the watcher's modules are wired by the learner's `call_impl` while grading.
+BUILDS_ON = {"c11_call_impl": ["c11_hook_function"], "c11_watch_gradients": ["c11_call_impl", "c11_hook_function"]}
+
+
+@contextlib.contextmanager
+def hooks_with(yours):
+    """modulecraft's BackwardHook wrapping with `yours.BackwardHookFunction` while the block runs: the learner's
+    class (while grading, modulecraft's own is gone), or on the reference its own (nothing changes)."""
+    own = _functions.BackwardHookFunction
+    _functions.BackwardHookFunction = yours.BackwardHookFunction
+    try:
+        yield
+    finally:
+        _functions.BackwardHookFunction = own
 
 
 # -- Exercise 1: zero_grad and requires_grad_ ----------------------------------------------------------------------
@@ -153,7 +171,138 @@ def predict_order_hidden(yours, draw, check):
           hint="assign a list of the seven labels (section 11.3).")
 
 
-# -- Exercise 3: the backward part of _call_impl ---------------------------------------------------------------------
+# -- Exercise 3: BackwardHookFunction ---------------------------------------------------------------------------
+KINDS = ("requires grad", "Tensor without grad", "plain array")
+
+
+def draw_inputs(draw):
+    """The kinds of the tensors a module call hands to BackwardHookFunction (one of each kind at least, in a drawn
+    order: BackwardHook calls it only when one requires grad), their values and a weight per input for a loss."""
+    kinds = draw.shuffled([*KINDS, *[draw.choice(KINDS) for _ in range(draw.int(0, 2))]])
+    shape = (draw.int(1, 3), draw.int(1, 3))
+    return kinds, [draw.array(*shape) for _ in kinds], [draw.array(*shape) for _ in kinds]
+
+
+def made(kinds, values):
+    """The inputs: a tensor computed from a leaf (`leaf * 1`, as a module's input usually is), a Tensor that does
+    not require grad, or a plain ndarray (modulecraft's tensor that does not require grad); and the leaves."""
+    inputs, leaves = [], []
+    for kind, value in zip(kinds, values):
+        if kind == "requires grad":
+            leaf = modulecraft.Tensor(value.copy()).requires_grad_()
+            leaves.append(leaf)
+            inputs.append(leaf * 1)
+        else:
+            inputs.append(modulecraft.Tensor(value.copy()) if kind == "Tensor without grad" else value.copy())
+    return inputs, leaves
+
+
+def applied(yours, inputs):
+    """BackwardHookFunction.apply(*inputs), as a list (a single output counted as one)."""
+    outputs = yours.BackwardHookFunction.apply(*inputs)
+    return list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
+
+
+def node_of(outputs):
+    return next((out.grad_fn for out in outputs if getattr(out, "grad_fn", None) is not None), None)
+
+
+def is_a_function(yours):
+    """Whether the learner's class is a modulecraft.autograd.Function (a class defined from modulecraft's own, which
+    does not exist while grading, is not)."""
+    return isinstance(yours.BackwardHookFunction, type) and issubclass(yours.BackwardHookFunction, Function)
+
+
+HINT_FUNCTION = ("see 11.5: `class BackwardHookFunction(Function)`, with Function from modulecraft.autograd; "
+                 "modulecraft's own BackwardHookFunction does not exist while grading: write your own.")
+HINT_MARK = ("see 11.5: forward returns its inputs themselves (not copies: each output shares its input's memory) "
+             "and marks those that do not require grad "
+             "non-differentiable (ctx.mark_non_differentiable); a plain numpy array has no requires_grad: "
+             "ctx.needs_input_grad says which inputs require grad.")
+
+
+def describe_outputs(inputs, outputs):
+    """Per output: (the same object as its input?, shares its input's memory?, requires grad, its grad_fn's name)."""
+    return [(out is arg, bool(np.shares_memory(np.asarray(out), np.asarray(arg))), bool(getattr(out, "requires_grad",
+            False)), None if getattr(out, "grad_fn", None) is None else out.grad_fn.name())
+            for arg, out in zip(inputs, outputs)] + [len(outputs)]
+
+
+def seen_in_backward(yours, kinds, values, weights):
+    """What a hook on the node saw (grad_inputs: one per input) and the leaves' gradients, after backward of
+    sum(output_i * weight_i) over the outputs of the inputs that require grad."""
+    inputs, leaves = made(kinds, values)
+    outputs = applied(yours, inputs)
+    seen = []
+    node_of(outputs).register_hook(lambda grad_inputs, grad_outputs: seen.append(
+        [None if g is None else rounded(g) for g in grad_inputs]))
+    loss = sum((outputs[i] * weights[i]).sum() for i, kind in enumerate(kinds) if kind == "requires grad")
+    loss.backward()
+    return seen, [rounded(leaf.grad) for leaf in leaves]
+
+
+@probe("c11_hook_function_visible")
+def hook_function_visible(yours, draw, check):
+    kinds, values, weights = draw_inputs(draw)
+    listed = ", ".join(kinds)
+    check("BackwardHookFunction is a subclass of modulecraft.autograd.Function", lambda: is_a_function(yours),
+          hint=HINT_FUNCTION)
+
+    def outputs_of():
+        inputs, _ = made(kinds, values)
+        return describe_outputs(inputs, applied(yours, inputs))
+    check(f"apply on inputs that are ({listed}): per output (the same object as its input?, shares its memory?, "
+          "requires_grad, grad_fn name), then how many outputs", outputs_of,
+          hint=HINT_MARK + " Only the outputs of inputs that require grad get the BackwardHookFunctionBackward node.")
+    check(f"backward through apply on ({listed}): (what a hook on the node saw as grad_inputs, the leaves' grads)",
+          lambda: seen_in_backward(yours, kinds, values, weights), close=True,
+          hint="see 11.5: backward returns one gradient per input, the one its output received; an input that "
+               "does not require grad gets zeros (Function fills them in for an output that received none), "
+               "never None.")
+
+
+@probe("c11_hook_function_hidden")
+def hook_function_hidden(yours, draw, check):
+    kinds, values, weights = draw_inputs(draw)
+    listed = ", ".join(kinds)
+    changed = draw.choice([i for i, kind in enumerate(kinds) if kind == "requires grad"])
+    check("BackwardHookFunction is a subclass of modulecraft.autograd.Function", lambda: is_a_function(yours),
+          hint=HINT_FUNCTION)
+
+    def change_in_place(index):
+        inputs, _ = made(kinds, values)
+        outputs = applied(yours, inputs)
+        np.add(outputs[index], 1, out=outputs[index])
+        return rounded(inputs[index])
+    check(f"apply on ({listed}), then output {changed} (its input requires grad) changed in place",
+          lambda: change_in_place(changed),
+          phrase=f"Output {changed} of BackwardHookFunction is a view and is being modified inplace",
+          hint="see 11.5: forward returns the inputs themselves, not copies: Function then refuses an in-place "
+               "change of such an output, as torch does.")
+    passive = draw.choice([i for i, kind in enumerate(kinds) if kind != "requires grad"])
+    check(f"apply on ({listed}), then output {passive} (its input needs no grad) changed in place: its input "
+          "afterwards", lambda: change_in_place(passive), close=True,
+          hint="see 11.5: an input that needs no grad comes back as it is (the same memory), marked "
+               "non-differentiable: changing it in place is allowed and changes the input.")
+    check(f"backward through apply on ({listed}): (what a hook on the node saw as grad_inputs, the leaves' grads)",
+          lambda: seen_in_backward(yours, kinds, values, weights), close=True,
+          hint="see 11.5: an input that does not require grad gets zeros (not None) from backward; backward "
+               "returns exactly the gradients it received.")
+    alone = draw.array(draw.int(1, 3), draw.int(1, 3))
+    factor = draw.int(2, 9)
+
+    def single():
+        leaf = modulecraft.Tensor(alone.copy()).requires_grad_()
+        outputs = applied(yours, [leaf * 1])
+        (outputs[0] * factor).sum().backward()
+        return len(outputs), outputs[0].grad_fn.name(), len(outputs[0].grad_fn.next_functions), rounded(leaf.grad)
+    check(f"apply on one tensor that requires grad, then backward of sum(output * {factor}): (how many outputs, "
+          "node name, its number of next_functions, the leaf's grad)", single, close=True,
+          hint="see 11.5: forward returns a tuple of its inputs even when there is one; backward passes the "
+               "gradient through unchanged.")
+
+
+# -- Exercise 4: the backward part of _call_impl ---------------------------------------------------------------------
 def draw_wired(draw):
     """What a Wired is made of: a seed for its Linear, its scale and an input (drawn before anything runs)."""
     return draw.int(0, 2**16), draw.array(2), draw.array(draw.int(1, 4), 3)
@@ -180,12 +329,13 @@ def wired(yours, drawn):
     return Wired(), modulecraft.Tensor(data.copy()).requires_grad_()
 
 
-def backward_log(module, x, register):
-    """Register hooks with register(module, log), run sum(module(x)).backward(), return the log (hooks removed)."""
+def backward_log(yours, module, x, register):
+    """Register hooks with register(module, log), run sum(module(x)).backward() with the learner's
+    BackwardHookFunction, return the log (hooks removed)."""
     log = []
     handles = register(module, log)
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), hooks_with(yours):
             warnings.simplefilter("ignore")
             module(x).sum().backward()
     finally:
@@ -205,8 +355,9 @@ def call_impl_visible(yours, draw, check):
                 module.register_full_backward_hook(
                     lambda m, grad_input, grad_output: log.append(("full", rounded(grad_input[0]))))]
     check("what a backward pre-hook and a full backward hook saw, in order (your Wired)",
-          lambda: backward_log(*wired(yours, draw_wired(draw)), full_and_pre), close=True,
-          hint="see 11.3: wrap the inputs (setup_input_hook) before forward and the output (setup_output_hook) after.")
+          lambda: backward_log(yours, *wired(yours, draw_wired(draw)), full_and_pre), close=True,
+          hint="see 11.4: the pre-hook must see grad_output where the module ends, the full hook grad_input where it "
+               "begins: wrap the inputs (setup_input_hook) before forward and the output (setup_output_hook) after.")
     factor = draw.choice([0, 0.5, 2, 3])
 
     def pre_hook_alone(module, log):
@@ -217,11 +368,12 @@ def call_impl_visible(yours, draw, check):
 
     def scaled():
         module, x = wired(yours, drawn)
-        seen = backward_log(module, x, pre_hook_alone)
+        seen = backward_log(yours, module, x, pre_hook_alone)
         return seen, rounded(module.linear.weight.grad), rounded(x.grad)
     check(f"a backward pre-hook alone that scales grad_output by {factor}, then a second one: "
           "(what the second saw, linear.weight.grad, x.grad)", scaled, close=True,
-          hint="see Exercise 3, step 3: a BackwardHook is needed for backward pre-hooks even without full hooks.")
+          hint="see 11.4: a backward pre-hook alone must fire too: a BackwardHook is needed for backward pre-hooks "
+               "even without full hooks.")
 
 
 @probe("c11_call_impl_hidden")
@@ -232,9 +384,9 @@ def call_impl_hidden(yours, draw, check):
                     if type(m).__name__ == "Wired" else None),
                 module.register_full_backward_hook(lambda m, gi, go: log.append(("local", type(m).__name__)))]
     check("a global and a module's own full backward hook: what fired, in order",
-          lambda: backward_log(*wired(yours, draw_wired(draw)), global_and_local), close=True,
-          hint="see Exercise 3, step 1: A global full backward hook must fire too, before the module's own: use "
-               "self._get_backward_hooks().")
+          lambda: backward_log(yours, *wired(yours, draw_wired(draw)), global_and_local), close=True,
+          hint="see 11.4: A global full backward hook must fire too, before the module's own: "
+               "self._get_backward_hooks() gives both, in that order.")
     factor = draw.int(2, 9)
 
     def replacing_forward_hook(module, log):
@@ -242,24 +394,24 @@ def call_impl_hidden(yours, draw, check):
                 module.register_full_backward_pre_hook(lambda m, go: log.append(rounded(go[0]))),
                 module.register_full_backward_hook(lambda m, gi, go: log.append(rounded(gi[0])))]
     check(f"a forward hook that multiplies the output by {factor}: what the backward hooks saw",
-          lambda: backward_log(*wired(yours, draw_wired(draw)), replacing_forward_hook), close=True,
-          hint="see Exercise 3, step 5: the backward hooks must see the gradient of the replaced output: wrap the "
+          lambda: backward_log(yours, *wired(yours, draw_wired(draw)), replacing_forward_hook), close=True,
+          hint="see 11.4: the backward hooks must see the gradient of the replaced output: wrap the "
                "output after the forward hooks.")
 
     def replacing_pre_hook(module, log):
         return [module.register_forward_pre_hook(lambda m, args: (args[0] * factor,)),
                 module.register_full_backward_hook(lambda m, gi, go: log.append(rounded(gi[0])))]
     check(f"a forward pre-hook that multiplies the input by {factor}: what the full backward hook saw, each time it "
-          "fired", lambda: backward_log(*wired(yours, draw_wired(draw)), replacing_pre_hook), close=True,
-          hint="see Exercise 3, step 3: the full backward hook must fire once with the gradient of the replaced "
+          "fired", lambda: backward_log(yours, *wired(yours, draw_wired(draw)), replacing_pre_hook), close=True,
+          hint="see 11.4: the full backward hook must fire once with the gradient of the replaced "
                "input: wrap the inputs after the forward pre-hooks.")
 
     def non_full(module, log):
         return [module.register_backward_hook(lambda m, gi, go: log.append([rounded(g) for g in gi]))]
     check("a non-full backward hook (register_backward_hook): what it saw, each time it fired",
-          lambda: backward_log(*wired(yours, draw_wired(draw)), non_full), close=True,
-          hint="see Exercise 3, step 6: A non-full backward hook (register_backward_hook) must fire on the output's "
-               "grad_fn.")
+          lambda: backward_log(yours, *wired(yours, draw_wired(draw)), non_full), close=True,
+          hint="see 11.4 (full and non-full hooks): A non-full backward hook (register_backward_hook) must fire on "
+               "the output's grad_fn: self._register_non_full_backward_hooks(hooks, args, result).")
 
     drawn = draw_wired(draw)
 
@@ -269,10 +421,10 @@ def call_impl_hidden(yours, draw, check):
         module.forward = lambda x: out
         return module(np.ones((1, 3), dtype=np.float32)) is out
     check("calling a Wired with no hook returns forward's result itself", plain_call,
-          hint="see Exercise 3, step 7: without any hook, return forward's result.")
+          hint="see Exercise 4: without any hook, return forward's result itself.")
 
 
-# -- Exercise 4: the gradient watcher ------------------------------------------------------------------------------
+# -- Exercise 5: the gradient watcher ------------------------------------------------------------------------------
 def watched(draw):
     """Linear-ReLU-Linear with a drawn width, and a batch that requires grad (so every full hook sees a
     grad_input). Called the same number of times on both runs, so the models' initial values agree."""
@@ -281,8 +433,9 @@ def watched(draw):
     return model, draw.array(16, 3)
 
 
-def backward(model, data, scale=1.0):
-    model(modulecraft.Tensor(data * np.float32(scale)).requires_grad_()).sum().backward()
+def backward(yours, model, data, scale=1.0):
+    with hooks_with(yours):
+        model(modulecraft.Tensor(data * np.float32(scale)).requires_grad_()).sum().backward()
 
 
 def grads(model):
@@ -297,16 +450,16 @@ def watch_gradients_visible(yours, draw, check):
 
     def run():
         yours.watch_gradients(model, log, max_norm)
-        backward(model, data)
+        backward(yours, model, data)
     check("watch_gradients on Linear-ReLU-Linear, then backward (returns without error)", lambda: run() is None,
-          hint="see 11.4: register the hooks, and return the handles.")
+          hint="see 11.6: register the hooks, and return the handles.")
     check("the names in the log, in firing order", lambda: [name for name, _ in log],
-          hint="see 11.4: bind each layer's name when the hook is made (name=name), not when it runs.")
+          hint="see 11.6: bind each layer's name when the hook is made (name=name), not when it runs.")
     check("the norms in the log", lambda: [norm for _, norm in log], close=True,
-          hint="see 11.4: log round(float(np.linalg.norm(grad_output[0])), 3).")
+          hint="see 11.6: log round(float(np.linalg.norm(grad_output[0])), 3).")
     check(f"norms of every parameter's .grad after clipping to {max_norm}",
           lambda: [round(float(np.linalg.norm(p.grad)), 3) for p in model.parameters()], close=True,
-          hint="see 11.4: a tensor hook replaces the gradient only by returning it; scale the whole array by "
+          hint="see 11.6: a tensor hook replaces the gradient only by returning it; scale the whole array by "
                "max_norm / norm.")
 
 
@@ -318,10 +471,10 @@ def watch_gradients_hidden(yours, draw, check):
 
     def small_gradients():
         handles.extend(yours.watch_gradients(model, log, 1000.0))
-        backward(model, data, scale)
+        backward(yours, model, data, scale)
         return grads(model)
     check(f"every .grad with max_norm=1000 on inputs scaled by {scale} (below max_norm: unchanged)",
-          small_gradients, close=True, hint="see 11.4: A gradient below max_norm must pass unchanged.")
+          small_gradients, close=True, hint="see 11.6: A gradient below max_norm must pass unchanged.")
 
     def after_removal():
         count = len(log)
@@ -329,16 +482,16 @@ def watch_gradients_hidden(yours, draw, check):
             handle.remove()
         for p in model.parameters():  # not model.zero_grad(): that is exercise 1's, the learner's while grading
             p.grad = None
-        backward(model, data)
+        backward(yours, model, data)
         return len(log) - count
     check("log entries added by a backward after removing every returned handle", after_removal,
-          hint="see 11.4: Removing the returned handles must stop the logging hooks: return every handle.")
+          hint="see 11.6: Removing the returned handles must stop the logging hooks: return every handle.")
     small, data = watched(draw)
     max_norm = draw.choice([0.05, 0.1, 0.15])
 
     def clipped():
         yours.watch_gradients(small, [], max_norm)
-        backward(small, data)
+        backward(yours, small, data)
         return grads(small)
     check(f"every .grad after clipping to {max_norm}", clipped, close=True,
-          hint="see 11.4: A clipped gradient keeps its direction: the whole array scaled by max_norm / norm.")
+          hint="see 11.6: A clipped gradient keeps its direction: the whole array scaled by max_norm / norm.")

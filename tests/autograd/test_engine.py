@@ -491,3 +491,37 @@ def test_several_roots_and_explicit_gradients():
         out.backward(lib.tensor([1.0, -1.0], dtype=float64))
         results.append((lib_to_numpy(a.grad).tolist(), lib_to_numpy(b.grad).tolist(), lib_to_numpy(direct).tolist()))
     assert results[0] == results[1]
+
+
+def _accumulation_order(lib, permutation):
+    """The order in which the leaves' hooks fire when all their AccumulateGrad nodes are ready at once."""
+    leaves_ = [lib.tensor([1.0, 2.0], requires_grad=True) for _ in permutation]
+    fired = []
+    for index, leaf in enumerate(leaves_):
+        leaf.register_hook(lambda grad, index=index: fired.append(index))
+    concatenate = torch.cat if lib is torch else np.concatenate
+    concatenate([leaves_[i] for i in permutation]).sum().backward()
+    return fired
+
+
+@pytest.mark.parametrize("permutation", [[0, 1, 2, 3], [3, 1, 4, 0, 2], [4, 5, 1, 8, 3, 0, 7, 6, 2]])
+def test_ready_accumulators_run_in_the_order_of_torchs_heap(permutation):
+    """AccumulateGrad nodes share one sequence number: torch's heap, not their arrival, orders them."""
+    assert _accumulation_order(modulecraft, permutation) == _accumulation_order(torch, permutation)
+
+
+def _root_accumulation_order(lib, permutation):
+    """The order in which the leaves' hooks fire when backward starts at the leaves themselves (all roots)."""
+    leaves_ = [lib.tensor([1.0, 2.0], requires_grad=True) for _ in permutation]
+    fired = []
+    for index, leaf in enumerate(leaves_):
+        leaf.register_hook(lambda grad, index=index: fired.append(index))
+    ones = [torch.ones(2) if lib is torch else np.ones(2) for _ in permutation]
+    lib.autograd.backward([leaves_[i] for i in permutation], ones)
+    return fired
+
+
+@pytest.mark.parametrize("permutation", [[0, 1, 2], [2, 0, 3, 1], [4, 5, 1, 8, 3, 0, 7, 6, 2]])
+def test_accumulators_given_as_roots_run_in_the_order_of_torchs_heap(permutation):
+    """Roots enter the ready queue one by one in the order given (torch's graph root sends them so), not heapified."""
+    assert _root_accumulation_order(modulecraft, permutation) == _root_accumulation_order(torch, permutation)

@@ -7,7 +7,7 @@ from torch.nn.modules._functions import BackwardHookFunction
 
 import modulecraft
 from modulecraft import autograd
-from modulecraft.nn.modules._functions import backward_hook_function
+from modulecraft.nn.modules._functions import BackwardHookFunction as OurBackwardHookFunction
 
 
 def _scale_function(base):
@@ -81,14 +81,14 @@ def test_node_hooks_on_an_identity_function_see_what_torchs_see():
 
 
 def test_the_identity_node_of_module_backward_hooks_behaves_as_torchs_function():
-    """modulecraft records torch's BackwardHookFunction as a node of its own, without Function.apply: the same
-    node name, edges, hooks' view and gradients; with one tensor and no hook it runs on the engine's plain path."""
-    ours = _node_hooks_on_an_identity(modulecraft, lambda *tensors: backward_hook_function(list(tensors))[0])
+    """modulecraft's BackwardHookFunction, a Function as torch's: the same node name, edges, hooks' view and
+    gradients; with one tensor and no hook it runs on the engine's plain path."""
+    ours = _node_hooks_on_an_identity(modulecraft, OurBackwardHookFunction.apply)
     theirs = _node_hooks_on_an_identity(torch, BackwardHookFunction.apply)
     assert ours == theirs
     assert ours[2] == "BackwardHookFunctionBackward"
     gradients = []
-    for lib, apply in ((modulecraft, lambda tensor: backward_hook_function([tensor])[0]),
+    for lib, apply in ((modulecraft, OurBackwardHookFunction.apply),
                        (torch, BackwardHookFunction.apply)):
         x = lib.tensor([1.0, 2.0], requires_grad=True)
         (out,) = apply(x * 1)

@@ -3,17 +3,22 @@ for the test) the same notebook gains what it was after.
 
 - the seed drawn per submission: observations forged from a run of the probes at home do not match it;
 - rich outputs shown as text in feedback: a notebook's HTML and SVG never reach the feedback page as markup;
-- one control group per kernel: the kernel's children together stay under the kernel's memory limit.
+- one control group per kernel: the kernel's children together stay under the kernel's memory limit;
+- the probes' source hidden from kernels: a notebook cannot print it into its outputs;
+- the kernel's allow-list of folders: no other copy of the reference on the machine is in its sight.
 The answer key's removal is shown on a course chapter in test_answer_key.py.
 """
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import nbformat
 import pytest
 
-from autograder import cgroups, feedback, probes, sandbox, synthetic, verdicts
+from autograder import answer_key, cgroups, config, feedback, probes, sandbox, synthetic, verdicts
 
 pytestmark = pytest.mark.slow
 
@@ -134,3 +139,50 @@ def test_a_notebook_cannot_copy_the_probes_text_into_its_outputs(toy_course, tmp
     monkeypatch.setattr(sandbox, "repository_secrets",
                         lambda: [path for path in real() if path.name != "probes"])
     assert "def add(yours, draw, check)" in printed("copies-again")
+
+
+# Read the reference's `Module` from copies elsewhere on the machine, as a notebook would to call the answer key.
+READS_COPIES = """
+import pathlib
+for copy in {copies!r}:
+    try:
+        text = pathlib.Path(copy, "nn", "modules", "module.py").read_text()
+        print("COPY", copy, "read" if "def named_modules" in text else "other text")
+    except OSError as error:
+        print("COPY", copy, type(error).__name__)
+def add(a, b):
+    return np.asarray(a) + np.asarray(b)
+"""
+
+
+@pytest.fixture
+def copies_of_the_reference():
+    """World-readable copies of the reference where other installs keep theirs: a JupyterHub's under /opt, a
+    clone under /srv and one next to the repository (another worktree), and another chapter's stripped copy
+    (which holds this chapter's answers) in the grader's cache."""
+    places = [Path(tempfile.mkdtemp(prefix="modulecraft-copy-", dir=base))
+              for base in ("/opt", "/srv", config.REPO_ROOT.parent) if Path(base).is_dir()]
+    for place in places:
+        place.chmod(0o755)
+        shutil.copytree(answer_key.REFERENCE, place / "modulecraft")
+    yield [str(place / "modulecraft") for place in places] + [str(answer_key.build("05_traversal") / "modulecraft")]
+    for place in places:
+        shutil.rmtree(place)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not sandbox.namespaces_available(),
+                    reason="kernels see only their own view of the files when grading runs as root with namespaces")
+def test_a_kernel_sees_no_other_copy_of_the_reference(toy_course, tmp_path, monkeypatch, copies_of_the_reference):
+    def outcomes(student):
+        assert _grade(toy_course, tmp_path, student, {"add": READS_COPIES.format(copies=copies_of_the_reference)}
+                      ).score == 5
+        graded = nbformat.read(toy_course.root / "autograded" / student / "90_toy" / "90_toy.ipynb", 4)
+        text = "".join(o.get("text", "") for c in graded.cells for o in c.get("outputs", []))
+        return dict(line.split()[1:] for line in text.splitlines() if line.startswith("COPY "))
+
+    seen = outcomes("reads-copies")
+    assert seen.keys() == set(copies_of_the_reference)
+    assert set(seen.values()) <= {"FileNotFoundError", "PermissionError"}, seen
+    # Without the allow-list (every top-level folder seen whole, as the system's are), each copy is there to read.
+    monkeypatch.setattr(sandbox, "SYSTEM", frozenset(entry.name for entry in Path("/").iterdir()))
+    assert outcomes("reads-copies-again") == dict.fromkeys(copies_of_the_reference, "read")

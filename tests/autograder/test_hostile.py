@@ -4,6 +4,7 @@ import copy
 import pwd
 import sqlite3
 import subprocess
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -48,8 +49,15 @@ def to_markdown(notebook_cells):
     notebook_cells[i] = nbformat.v4.new_markdown_cell(old.source, metadata=old.metadata)
 
 
-# Run from a git worktree, the repository's `.git` is a file naming the main checkout, which has the same sources.
-MAIN_CHECKOUT_SOURCES = [str(main / "course" / "source") for main in sandbox.main_checkout(REPO_ROOT)]
+def main_checkout_sources() -> list[str]:
+    """Run from a git worktree, the main checkout (where its `.git` file points), which has the same sources."""
+    common = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "--path-format=absolute", "--git-common-dir"],
+                            capture_output=True, text=True).stdout.strip()
+    main = Path(common).parent if common else REPO_ROOT
+    return [str(main / "course" / "source")] if main != REPO_ROOT else []
+
+
+MAIN_CHECKOUT_SOURCES = main_checkout_sources()
 OUTSIDE_READS = 6 + len(MAIN_CHECKOUT_SOURCES)
 
 
@@ -95,6 +103,8 @@ SUBMISSIONS = {
     "ignores-sigint": (cells(add=IGNORES_SIGINT), 0, "needs review", "ignored the interrupt"),
     "swallows-interrupts": (cells(add=SWALLOWS_INTERRUPTS), 0, "needs review", "ignored the interrupt"),
     "os-exit": (cells(add="import os\nos._exit(1)"), 0, "needs review", "kernel exited"),
+    # (the interrupt at the time limit raises KeyboardInterrupt too: only the grader's own counts as a timeout)
+    "raises-keyboard-interrupt": (cells(add="def add(a, b):\n    raise KeyboardInterrupt"), 3, "graded", None),
     "memory-bomb": (cells(add=MEMORY_BOMB), 3, "graded", "cell add ran out of memory"),
     "fork-loop": (cells(add=FORK_LOOP), 3, "graded", "cell add hit the limit of"),
     "huge-output": (cells(add=HUGE_OUTPUT), 5, "graded", "the output of cell add was cut to 1000 lines"),

@@ -7,7 +7,7 @@ import nbformat
 import pytest
 
 from autograder import synthetic
-from autograder.sandbox import PRIVATE, folders_to_rebuild
+from autograder.sandbox import PRIVATE, SYSTEM, folders_out_of_sight, folders_to_rebuild
 from autograder.selfcheck import check_notebook
 
 TOY_CHAPTERS = Path(__file__).parent / "chapters"
@@ -31,6 +31,20 @@ def test_only_the_needed_entries_of_blocked_and_shared_folders_come_back(tmp_pat
         if locked.is_relative_to(private):  # e.g. pytest's folders under /tmp: brought back into the new /tmp
             assert rebuilt[private] == {locked.relative_to(private).parts[0]}
             assert [f for f, _ in order].index(private) < [f for f, _ in order].index(locked)
+
+
+def test_of_the_folders_outside_the_systems_a_kernel_sees_only_the_way_to_what_it_needs(tmp_path):
+    clone, other = tmp_path / "clone", tmp_path / "other-clone"
+    for folder in (clone / ".venv" / "bin", clone / "tests", other):
+        folder.mkdir(parents=True)
+    needed = [clone, clone / ".venv", clone / ".venv" / "bin"]
+    rebuilt = dict(folders_to_rebuild(needed))
+    assert rebuilt[tmp_path] == {"clone"}  # not the other clone
+    assert not any(folder.is_relative_to(clone) for folder in rebuilt)  # what it needs, it sees whole
+    assert all(folder.parts[1] not in SYSTEM or folder in PRIVATE for folder in rebuilt)
+    hidden = folders_out_of_sight(needed)
+    assert Path("/tmp") not in hidden and not any(folder.name in SYSTEM for folder in hidden)
+    assert {Path(name) for name in ("/opt", "/srv", "/home", "/mnt") if Path(name).is_dir()} <= set(hidden)
 
 
 @pytest.fixture

@@ -1,7 +1,8 @@
 """Real nbgrader autograding of every chapter: solutions earn everything, untouched releases nothing, and each
 typical wrong implementation loses points on its own exercise with feedback that names the mistake.
 
-Per chapter, all submissions (solved, untouched, one student per wrong implementation) are graded in ONE run.
+Per chapter, all submissions (solved, untouched, one student per wrong implementation) are graded in ONE run;
+none is held for review, and the solved, untouched and delegating ones hit no limit (no false alarms).
 """
 from __future__ import annotations
 
@@ -44,6 +45,9 @@ def graded(course, release, tmp_path_factory):
             reports[chapter] = course.grade(chapters=[chapter], force=True)
         review = {o.student: o.needs_review for o in reports[chapter].needs_review}
         assert review == {}, f"submissions held for review instead of graded: {review}"
+        notes = {o.student: o.notes for o in reports[chapter].outcomes
+                 if o.student in ("solved", "untouched", "delegates") and o.notes}
+        assert notes == {}, f"limits hit by submissions that should hit none: {notes}"
         return course
 
     return grade_chapter

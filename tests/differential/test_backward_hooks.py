@@ -204,7 +204,8 @@ def test_several_inputs_and_outputs_with_non_tensors_and_unused_outputs(lib):
 
 
 @differential
-def test_an_input_that_does_not_require_grad_gets_none(lib):
+def test_an_input_that_does_not_require_grad_beside_one_that_does_gets_zeros(lib):
+    """Not None: BackwardHookFunction marks it non-differentiable, and its missing gradient is filled with zeros."""
     module = product(lib)
     log = logged({module: "module"})
     b = lib.leaf(INPUT[::-1].copy())

@@ -4,12 +4,15 @@ Order, as torch's: a node runs once every gradient flowing into it has arrived a
 nodes that are ready, the one created last runs first (highest sequence number), and ``AccumulateGrad``
 nodes run before any other. Around each node: the tensor hooks of its outputs (then ``retain_grad``), its
 pre-hooks, the node itself, its hooks. Unless ``retain_graph``, each node drops its saved values once run.
+
+The walk (``_walk``: when each node runs, on what, and freeing) is apart from how a node runs (``_run_node`` for
+``backward``, hooks included; ``_capturing`` for ``autograd.grad``): chapter 10's learners write the walk, and
+hooks fire the same under theirs.
 """
 
 from __future__ import annotations
 
 import heapq
-import itertools
 from collections.abc import Sequence
 
 import numpy as np
@@ -120,6 +123,88 @@ def _needed(roots: Sequence[Node], targets: set) -> set:
     return needed
 
 
+def _walk(roots: Sequence[tuple], root_grads: Sequence, dependencies: dict, retain_graph: bool, run_node) -> None:
+    """Run the graph from the edges ``roots`` (given ``root_grads``), each node once, in torch's order.
+
+    A node runs once every edge counted for it in ``dependencies`` (edges into it; consumed) has delivered,
+    on the sum of what arrived for each of its outputs. ``run_node(node, grads)`` runs it, hooks included, and
+    returns one gradient per edge of ``next_functions`` (``None``: nothing flows there), or ``None`` when the
+    node is not to run at all (then nothing is sent from it and its saved values stay). Ready nodes run highest
+    sequence number first; the heap is keyed on that number alone, as torch's, so that the nodes sharing one
+    (``AccumulateGrad``) come out in the order torch's heap gives them. Unless ``retain_graph``, a node that ran
+    releases its saved values.
+    """
+    buffers: dict = {}
+    ready: list = []
+    pop, push, buffer_of = heapq.heappop, heapq.heappush, buffers.get
+    for (node, output_nr), grad in zip(roots, root_grads):
+        buffer = buffer_of(node)
+        if buffer is None:
+            buffer = buffers[node] = [None] * node.num_outputs
+            if node not in dependencies:
+                push(ready, _Ready(node))  # one by one, in the roots' order, as torch's graph root sends them
+        buffer[output_nr] = grad if buffer[output_nr] is None else buffer[output_nr] + grad
+    grad = None
+    while ready:
+        node = pop(ready).node
+        grads = buffers.pop(node)
+        grad_inputs = run_node(node, grads)
+        if grad_inputs is None:
+            continue
+        if not retain_graph:
+            node.release_saved()
+        for (nxt, output_nr), grad in zip(node.next_functions, grad_inputs):
+            if nxt is None:
+                continue
+            buffer = buffer_of(nxt)
+            if buffer is None:
+                buffer = buffers[nxt] = [None] * nxt.num_outputs
+            if grad is not None:
+                previous = buffer[output_nr]
+                buffer[output_nr] = grad if previous is None else previous + grad
+            remaining = dependencies[nxt] - 1
+            dependencies[nxt] = remaining
+            if remaining == 0:
+                push(ready, _Ready(nxt))
+        # From here on only the buffers hold the gradients: AccumulateGrad adopts one no one else holds.
+        grads = grad_inputs = grad = None
+
+
+class _Ready:
+    """A node in the ready queue, ordered by minus its sequence number alone (the highest number comes out first,
+    as in torch's heap; nodes sharing one, AccumulateGrad's, come out in the order the heap gives them and are never
+    compared themselves)."""
+
+    __slots__ = ("key", "node")
+
+    def __init__(self, node: Node) -> None:
+        self.key, self.node = -node._sequence_nr, node
+
+    def __lt__(self, other: "_Ready") -> bool:
+        return self.key < other.key
+
+
+def _run_node(node: Node, grads: list) -> tuple:
+    """What ``backward`` runs for each node: the node with its hooks (a node without any, directly)."""
+    if node._hook_tables is None and len(grads) == 1 and grads[0] is not None and (
+            type(node) is not AccumulateGrad or node.variable._backward_hooks is None):
+        return node.backward(grads[0])  # the common case: no hooks, one output
+    return _call_node(node, grads)
+
+
+def _capturing(captures: dict, needed: set, captured: list):
+    """What ``autograd.grad`` runs for each node: keep the gradients of the captured edges; run only the nodes
+    that lead to one (``needed``); the others neither run nor send anything, as torch's."""
+    def run_node(node: Node, grads: list):
+        if node not in needed:
+            _run_tensor_pre_hooks(node, grads)
+        for output_nr, grad in enumerate(grads):
+            for position in captures.get((node, output_nr), ()):
+                captured[position] = grad
+        return _call_node(node, grads) if node in needed else None
+    return run_node
+
+
 def run_backward(roots: Sequence[tuple], root_grads: Sequence, retain_graph: bool,
                  captures: dict | None = None) -> list | None:
     """Propagate ``root_grads`` from the edges ``roots`` through the graph.
@@ -128,61 +213,14 @@ def run_backward(roots: Sequence[tuple], root_grads: Sequence, retain_graph: boo
     With ``captures`` (``autograd.grad``: a dict ``(node, output_nr) -> positions``), only the nodes leading
     to a captured edge run, nothing is accumulated, and the captured gradients are returned by position.
     """
-    buffers: dict = {}
-    root_nodes = []
-    for (node, output_nr), grad in zip(roots, root_grads):
-        buffer = buffers.get(node)
-        if buffer is None:
-            buffer = buffers[node] = [None] * node.num_outputs
-            root_nodes.append(node)
-        buffer[output_nr] = grad if buffer[output_nr] is None else buffer[output_nr] + grad
-    grad = None
+    root_nodes = list(dict.fromkeys(node for node, _ in roots))
     dependencies = _dependencies(root_nodes)
-    needed = None
-    captured = None
+    run_node, captured = _run_node, None
     if captures is not None:
-        needed = _needed(root_nodes, {node for node, _ in captures})
         captured = [None] * sum(len(positions) for positions in captures.values())
-    tie_breaker = itertools.count()
-    ready = [(-node._sequence_nr, next(tie_breaker), node) for node in root_nodes if node not in dependencies]
-    heapq.heapify(ready)
-    pop, push, buffer_of = heapq.heappop, heapq.heappush, buffers.get
+        run_node = _capturing(captures, _needed(root_nodes, {node for node, _ in captures}), captured)
     with grad_mode.no_grad():
-        while ready:
-            node = pop(ready)[2]
-            grads = buffers.pop(node)
-            if captures is not None:
-                if node not in needed:
-                    _run_tensor_pre_hooks(node, grads)
-                for output_nr, grad in enumerate(grads):
-                    for position in captures.get((node, output_nr), ()):
-                        captured[position] = grad
-                if node not in needed:
-                    continue
-            if node._hook_tables is None and len(grads) == 1 and grads[0] is not None and (
-                    type(node) is not AccumulateGrad or node.variable._backward_hooks is None):
-                grad_inputs = node.backward(grads[0])  # the common case: no hooks, one output
-            else:
-                grad_inputs = _call_node(node, grads)
-            if not retain_graph and node._saved is not None:
-                node.release_saved()
-            for (nxt, output_nr), grad in zip(node.next_functions, grad_inputs):
-                if nxt is None:
-                    continue
-                if grad is not None:
-                    buffer = buffer_of(nxt)
-                    if buffer is None:
-                        buffer = buffers[nxt] = [None] * nxt.num_outputs
-                    previous = buffer[output_nr]
-                    buffer[output_nr] = grad if previous is None else previous + grad
-                elif nxt not in buffers:
-                    buffers[nxt] = [None] * nxt.num_outputs
-                remaining = dependencies[nxt] - 1
-                dependencies[nxt] = remaining
-                if remaining == 0:
-                    push(ready, (-nxt._sequence_nr, next(tie_breaker), nxt))
-            # From here on only the buffers hold the gradients: AccumulateGrad adopts one no one else holds.
-            grads = grad_inputs = grad = None
+        _walk(roots, root_grads, dependencies, retain_graph, run_node)
     return captured
 
 

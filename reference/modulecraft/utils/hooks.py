@@ -62,18 +62,12 @@ class RemovableHandle:
         self.remove()
 
 
-_record_identity = None
+def _identity_function():
+    """``modulecraft.nn.modules._functions.BackwardHookFunction``, looked up at each call: not at import time (the
+    autograd package imports this module), and a class put in its place (a learner's) is the one used."""
+    from modulecraft.nn.modules import _functions
 
-
-def _backward_hook_function(tensors: list) -> tuple:
-    """``modulecraft.nn.modules._functions.backward_hook_function``, imported on first use: the autograd
-    package imports this module."""
-    global _record_identity
-    if _record_identity is None:
-        from modulecraft.nn.modules._functions import backward_hook_function
-
-        _record_identity = backward_hook_function
-    return _record_identity(tensors)
+    return _functions.BackwardHookFunction
 
 
 class BackwardHook:
@@ -128,7 +122,7 @@ class BackwardHook:
         grad_fn.register_hook(hook)
 
     def _apply_on_tensors(self, fn, args):
-        """Send the arrays among ``args`` through one identity node and call ``fn(node)``.
+        """Send the arrays among ``args`` through ``BackwardHookFunction`` and call ``fn`` on its node.
 
         Returns ``args`` with those arrays replaced, and their positions; ``(args, None)`` when none of them
         requires grad or grad mode is off (nothing will flow back through them).
@@ -141,8 +135,15 @@ class BackwardHook:
                 requires_grad = requires_grad or getattr(arg, "_requires_grad", False)
         if not (requires_grad and grad_mode.state.enabled):
             return args, None
-        new_tensors, grad_fn = _backward_hook_function(tensors)
-        fn(grad_fn)
+        new_tensors = _identity_function().apply(*tensors)
+        if len(new_tensors) == 0:
+            raise RuntimeError("Cannot set Module backward hook for a Module with no input Tensors.")
+        grad_fns = [grad_fn for grad_fn in (getattr(tensor, "grad_fn", None) for tensor in new_tensors)
+                    if grad_fn is not None and grad_fn.name() == "BackwardHookFunctionBackward"]
+        if not grad_fns:
+            raise RuntimeError("Error while setting up backward hooks. Please open an issue with a code sample to "
+                               "reproduce this.")
+        fn(grad_fns[0])
         if type(args) is tuple and len(tensors) == len(args):  # the common case: all of them are tensors
             return tuple(new_tensors), tensors_idx
         arg_list = list(args)
@@ -172,11 +173,12 @@ class BackwardHook:
                     self.grad_outputs = hook_grad_outputs
                 if self.input_tensors_index is None:
                     # No input requires grad: no input node will fire, so the full hooks are called here. The
-                    # warning points past this hook and the engine's four frames, at the caller of .backward().
+                    # warning points past this hook and the engine's six frames (_call_node, _run_node, _walk,
+                    # run_backward, backward, Tensor.backward), at the caller of .backward().
                     warnings.warn("Full backward hook is firing when gradients are computed with respect to "
                                   "module outputs since no inputs require gradients. See "
                                   "https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html"
-                                  "#torch.nn.Module.register_full_backward_hook for more details.", stacklevel=6)
+                                  "#torch.nn.Module.register_full_backward_hook for more details.", stacklevel=8)
                     grad_inputs = (None,) * self.n_inputs
                     for user_hook in self.user_hooks:
                         result = user_hook(self.module, grad_inputs, self.grad_outputs)

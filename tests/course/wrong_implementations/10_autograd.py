@@ -100,7 +100,90 @@ accumulate_grad = AccumulateGrad.backward''',
                 'predicted_order = ["SumBackward0", "AddBackward0", "ExpBackward0", "AccumulateGrad(a)", '
                 '"MulBackward0",\n                   "AccumulateGrad(b)"]')],
     ),
-    # -- exercise 4: matrix products and broadcasting
+    # -- exercise 4: the walk
+    dict(
+        grade_id="c10_walk",
+        mistake="runs-on-first-gradient",
+        feedback="a tensor used twice gets the sum of both parts",
+        edits=[("            deliver(following, output_nr, grad)\n"
+                "            dependencies[following] -= 1\n"
+                "            if dependencies[following] == 0:\n"
+                "                heapq.heappush(ready, (-following._sequence_nr, next(tickets), following))",
+                "            if following not in buffers:\n"
+                "                heapq.heappush(ready, (-following._sequence_nr, next(tickets), following))\n"
+                "            deliver(following, output_nr, grad)")],
+    ),
+    dict(
+        grade_id="c10_walk",
+        mistake="oldest-ready-first",
+        feedback="the highest _sequence_nr (the newest) runs first",
+        edits=[("(-node._sequence_nr, next(tickets), node)", "(node._sequence_nr, next(tickets), node)"),
+               ("(-following._sequence_nr, next(tickets), following)",
+                "(following._sequence_nr, next(tickets), following)")],
+    ),
+    dict(
+        grade_id="c10_walk",
+        mistake="ready-in-arrival-order",
+        feedback="the highest _sequence_nr (the newest) runs first",
+        edits=[("heapq.heappush(ready, (-node._sequence_nr, next(tickets), node))",
+                "ready.append((-node._sequence_nr, next(tickets), node))"),
+               ("heapq.heappush(ready, (-following._sequence_nr, next(tickets), following))",
+                "ready.append((-following._sequence_nr, next(tickets), following))"),
+               ("node = heapq.heappop(ready)[2]", "node = ready.pop(0)[2]")],
+    ),
+    dict(
+        grade_id="c10_walk",
+        mistake="never-frees",
+        feedback="release its saved values",
+        edits=[("        if not retain_graph:\n            node.release_saved()\n", "")],
+    ),
+    dict(
+        grade_id="c10_walk",
+        mistake="frees-despite-retain-graph",
+        feedback="with retain_graph=True nothing is released",
+        edits=[("        if not retain_graph:\n            node.release_saved()\n", "        node.release_saved()\n")],
+    ),
+    dict(
+        grade_id="c10_walk",
+        mistake="declined-node-freed",
+        feedback="keeps its saved values",
+        edits=[("        if sent is None:  # declined: it did not run\n            continue\n"
+                "        if not retain_graph:\n            node.release_saved()\n",
+                "        if not retain_graph:\n            node.release_saved()\n"
+                "        if sent is None:  # declined: it did not run\n            continue\n")],
+    ),
+    dict(
+        grade_id="c10_walk",
+        mistake="sums-in-place",
+        feedback="never add into a gradient in place",
+        edits=[("            buffer[output_nr] = grad if buffer[output_nr] is None else buffer[output_nr] + grad\n",
+                "            if buffer[output_nr] is None:\n"
+                "                buffer[output_nr] = grad\n"
+                "            else:\n"
+                "                buffer[output_nr] += grad\n")],
+    ),
+    dict(
+        grade_id="c10_walk",
+        mistake="one-gradient-per-node",
+        feedback="one summed gradient per output",
+        edits=[("buffers.setdefault(node, [None] * node.num_outputs)", "buffers.setdefault(node, [None])"),
+               ("buffer[output_nr] = grad if buffer[output_nr] is None else buffer[output_nr] + grad",
+                "buffer[0] = grad if buffer[0] is None else buffer[0] + grad")],
+    ),
+    dict(
+        grade_id="c10_walk",
+        mistake="roots-run-at-once",
+        feedback="a root that other nodes point at waits for them too",
+        edits=[("        if node not in buffers and node not in dependencies:\n",
+                "        if node not in buffers:\n")],
+    ),
+    dict(
+        grade_id="c10_walk",
+        mistake="delegates-to-reference-walk",
+        feedback="does not exist while grading",
+        source='''_walk = engine._walk''',
+    ),
+    # -- exercise 5: matrix products and broadcasting
     dict(
         grade_id="c10_matmul_broadcast",
         mistake="unbroadcast-leading-axes-only",
@@ -134,7 +217,7 @@ accumulate_grad = AccumulateGrad.backward''',
         source='''unbroadcast = elementwise.unbroadcast
 mm_gradients = linalg.mm_gradients''',
     ),
-    # -- exercise 5: ReLU, sum, mean, log-softmax
+    # -- exercise 6: ReLU, sum, mean, log-softmax
     dict(
         grade_id="c10_formulas",
         mistake="relu-passes-at-zero",
@@ -170,7 +253,7 @@ sum_backward = reductions.SumBackward0.backward
 mean_backward = reductions.MeanBackward0.backward
 log_softmax_backward = F.LogSoftmaxBackward0.backward''',
     ),
-    # -- exercise 6: linear's backward
+    # -- exercise 7: linear's backward
     dict(
         grade_id="c10_fix_addmm",
         mistake="bias-not-summed",

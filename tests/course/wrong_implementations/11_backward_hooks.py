@@ -66,6 +66,37 @@ WRONG_IMPLEMENTATIONS = [
         source='prediction = "fwd 0, fwd 1, fwd root, bpre root, bwd 1, bwd 0, bwd root"',
     ),
     dict(
+        grade_id="c11_hook_function",
+        mistake="not-marked-non-differentiable",
+        feedback="marks those that do not require grad non-differentiable",
+        edits=[("        ctx.mark_non_differentiable(*[arg for arg, needed in zip(args, ctx.needs_input_grad) "
+                "if not needed])\n", "")],
+    ),
+    dict(
+        grade_id="c11_hook_function",
+        mistake="requires-grad-of-a-plain-array",
+        feedback="a plain numpy array has no requires_grad",
+        edits=[("ctx.mark_non_differentiable(*[arg for arg, needed in zip(args, ctx.needs_input_grad) if not needed])",
+                "ctx.mark_non_differentiable(*[arg for arg in args if not arg.requires_grad])")],
+    ),
+    dict(
+        grade_id="c11_hook_function",
+        mistake="returns-copies",
+        feedback="not copies",
+        edits=[("        ctx.mark_non_differentiable(*[arg for arg, needed in zip(args, ctx.needs_input_grad) "
+                "if not needed])\n        return args\n",
+                "        copies = tuple(arg.copy() for arg in args)\n"
+                "        ctx.mark_non_differentiable(*[copy for copy, needed in zip(copies, ctx.needs_input_grad) "
+                "if not needed])\n        return copies\n")],
+    ),
+    dict(
+        grade_id="c11_hook_function",
+        mistake="none-for-inputs-without-grad",
+        feedback="never None",
+        edits=[("        return grads",
+                "        return tuple(grad if needed else None for grad, needed in zip(grads, ctx.needs_input_grad))")],
+    ),
+    dict(
         grade_id="c11_call_impl",
         mistake="output-wrapped-before-forward-hooks",
         feedback="wrap the output after the forward hooks",
@@ -83,6 +114,19 @@ WRONG_IMPLEMENTATIONS = [
         edits=[("    args = run_forward_pre_hooks(self, args)\n", ""),
                ("        args = backward_hook.setup_input_hook(args)\n",
                 "        args = backward_hook.setup_input_hook(args)\n    args = run_forward_pre_hooks(self, args)\n")],
+    ),
+    dict(
+        grade_id="c11_call_impl",
+        mistake="wrapped-inputs-not-used",
+        feedback="wrap the inputs (setup_input_hook) before forward",
+        edits=[("        args = backward_hook.setup_input_hook(args)\n", "        backward_hook.setup_input_hook(args)\n")],
+    ),
+    dict(
+        grade_id="c11_call_impl",
+        mistake="wrapped-output-not-returned",
+        feedback="the output (setup_output_hook) after",
+        edits=[("        result = backward_hook.setup_output_hook(result)\n",
+                "        backward_hook.setup_output_hook(result)\n")],
     ),
     dict(
         grade_id="c11_call_impl",
@@ -140,6 +184,12 @@ WRONG_IMPLEMENTATIONS = [
         mistake="delegates-to-reference-zero-grad",
         feedback="does not exist while grading",
         source="zero_grad = nn.Module.zero_grad\nrequires_grad_ = nn.Module.requires_grad_",
+    ),
+    dict(
+        grade_id="c11_hook_function",
+        mistake="delegates-to-reference-hook-function",
+        feedback="does not exist while grading",
+        source="class BackwardHookFunction(_functions.BackwardHookFunction):\n    pass",
     ),
     dict(
         grade_id="c11_call_impl",
