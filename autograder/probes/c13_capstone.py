@@ -531,6 +531,8 @@ def backward_hooks_hidden(yours, draw, check):
     mechanism = "backward hooks in _call_impl (11)"
     scenario = Scenario(draw)
     factor = draw.choice([0.5, 2.0, 4.0])
+    size = draw.int(2, 5)
+    left, right = draw.array(size), draw.array(size)
     with mine(yours, mechanism, check) as check:
         def scaled():
             model = scenario.model()
@@ -541,6 +543,25 @@ def backward_hooks_hidden(yours, draw, check):
             return gradients(model)
         check(f"gradients with a backward pre-hook on the last layer multiplying grad_output by {factor}", scaled,
               close=True, hint=hint(mechanism, "a backward pre-hook's result replaces grad_output."))
+
+        def two_inputs():
+            product, seen = Product(), []
+            product.register_full_backward_hook(lambda module, grad_input, grad_output: seen.append(
+                [None if g is None else rounded(g) for g in grad_input]))
+            a, b = modulecraft.Tensor(left, requires_grad=True), modulecraft.Tensor(right)
+            product(a, b).sum().backward()
+            return seen, rounded(a.grad)
+        check("a full backward hook on a module multiplying a tensor that requires grad by one that does not: (the "
+              "grad_input it saw, the first tensor's gradient)", two_inputs, close=True,
+              hint=hint(mechanism, "BackwardHookFunction marks the inputs that need no gradient non-differentiable: "
+                                   "next to one that does, they get zeros in grad_input."))
+
+
+class Product(nn.Module):
+    """a * b: a module with two tensor inputs."""
+
+    def forward(self, a, b):
+        return a * b
 
 
 @probe("c13_mine_optimizer_visible")

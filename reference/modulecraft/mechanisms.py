@@ -29,8 +29,7 @@ from typing import Any, Callable
 MODULE = "modulecraft.nn.modules.module"
 
 # mechanism -> {the learner's name (as in their chapter): where modulecraft keeps the same code}. Each name appears
-# once; a target may serve several mechanisms (see `ROUTES`). Chapters 10 and 11 are being rewritten: their rows
-# gain the names of the new exercises (the engine's walk, `BackwardHookFunction`) as data, here.
+# once; a target may serve several mechanisms (see `ROUTES`).
 MECHANISMS: dict[str, dict[str, str]] = {
     "construction and attributes (1-4)": {
         "module_init": f"{MODULE}:Module.__init__",
@@ -70,6 +69,7 @@ MECHANISMS: dict[str, dict[str, str]] = {
     "engine (10)": {
         "_dependencies": "modulecraft.autograd.engine:_dependencies",
         "accumulate_grad": "modulecraft.autograd.graph:AccumulateGrad.backward",
+        "_walk": "modulecraft.autograd.engine:_walk",
     },
     "backward formulas (10)": {
         "unbroadcast": "modulecraft.autograd.ops.elementwise:unbroadcast",
@@ -81,6 +81,7 @@ MECHANISMS: dict[str, dict[str, str]] = {
         "addmm_backward": "modulecraft.nn.functional:AddmmBackward0.backward",
     },
     "backward hooks in _call_impl (11)": {
+        "BackwardHookFunction": "modulecraft.nn.modules._functions:BackwardHookFunction",
         "call_impl": f"{MODULE}:Module._call_impl",
     },
     "optimizer (12)": {
@@ -274,7 +275,7 @@ def _codes(obj) -> list[types.CodeType]:
     """The code objects that run when `obj` is called: a function's own (decorators unwrapped), or every function a
     class defines itself (inherited ones are someone else's)."""
     if isinstance(obj, type):
-        return [code for value in vars(obj).values() for code in _codes(value)]
+        return [code for value in vars(obj).values() if not isinstance(value, type) for code in _codes(value)]
     if isinstance(obj, (staticmethod, classmethod)):
         obj = obj.__func__
     if callable(obj) and hasattr(inspect.unwrap(obj), "__code__"):

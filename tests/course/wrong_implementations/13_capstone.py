@@ -104,6 +104,19 @@ WRONG_IMPLEMENTATIONS = [
                 "            dependencies[following] = 1\n")],
     ),
     dict(
+        grade_id='c13_mine_engine',
+        mistake='walk-never-frees',
+        feedback='a second backward through the same graph',
+        edits=[("        if not retain_graph:\n            node.release_saved()\n", "")],
+    ),
+    dict(
+        grade_id='c13_mine_backward_hooks',
+        mistake='hook-function-marks-nothing',
+        feedback='they get zeros in grad_input',
+        edits=[("        ctx.mark_non_differentiable(*[arg for arg, needed in zip(args, ctx.needs_input_grad) if not needed])\n",
+                "")],
+    ),
+    dict(
         grade_id='c13_mine_formulas',
         mistake='bias-not-unbroadcast',
         feedback='gradients of the cross-entropy',
