@@ -23,6 +23,7 @@ BROKEN_ENGINE = ("    if variable._grad is None:\n", "    if True:\n")  # a .gra
 DELEGATING_ENGINE = """from modulecraft.autograd import engine as modulecrafts_engine
 from modulecraft.autograd.graph import AccumulateGrad as ModulecraftsAccumulateGrad
 _dependencies = modulecrafts_engine._dependencies
+_walk = modulecrafts_engine._walk
 accumulate_grad = ModulecraftsAccumulateGrad.backward"""
 
 
