@@ -6,6 +6,8 @@ imports a copy of the reference in which each of those is gone, source and bytec
 becomes a seam that calls the learner's own definition of that name (so `nn.Linear` inside a learner's tree
 walks with the learner's `named_modules`, and `super().named_modules(...)` comes back to the learner's code); a
 class becomes a stub that refuses to be used. Everything else (layers used as fixtures, drawings, checks) stays.
+In the capstone, the mechanisms a learner switched to the reference (read from the notebook's text by `verdicts`)
+are kept (`build(kept=...)`); the test cells that grade them fail there.
 
 Copies are made once per content (the reference's files and the chapter's list) under a cache folder, and
 handed to the forkserver that starts the chapter's kernels (`sandbox`).
@@ -50,6 +52,13 @@ def call(name, where, args, kwargs):
     return function(*args, **kwargs)
 
 
+def call_routed(target, where, args, kwargs):
+    """A function several of the learner's names stand for (the capstone's `_call_impl`: chapter 6's or 11's):
+    modulecraft.mechanisms.ROUTES says which one handles this call."""
+    from modulecraft import mechanisms
+    return call(mechanisms.ROUTES[target](*args, **kwargs), where, args, kwargs)
+
+
 class Removed:
     """What stands in for a class the learner writes."""
 
@@ -61,9 +70,11 @@ class Removed:
 '''
 
 
-def build(chapter: str, cache: Path | None = None) -> Path:
-    """The folder holding the stripped `modulecraft` for `chapter` (to put first on the kernel's sys.path)."""
-    targets = _targets(probes.yours_of(chapter))
+def build(chapter: str, cache: Path | None = None, kept: frozenset[str] = frozenset()) -> Path:
+    """The folder holding the stripped `modulecraft` for `chapter` (to put first on the kernel's sys.path).
+    `kept`: learner names whose modulecraft code stays (the capstone's mechanisms the learner switched to the
+    reference); every other name of the chapter's `YOURS` is removed."""
+    targets = _targets({name: target for name, target in probes.yours_of(chapter).items() if name not in kept})
     if not targets:
         return REFERENCE.parent
     digest = hashlib.sha256(repr(sorted(targets.items())).encode())
@@ -82,7 +93,8 @@ def build(chapter: str, cache: Path | None = None) -> Path:
     shutil.copytree(REFERENCE, package, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     for relative, names in _by_file(targets).items():
         source = package / relative
-        source.write_text(strip(source.read_text(), names, f"modulecraft.{SEAMS_MODULE}"))
+        module = ".".join(("modulecraft", *relative.with_suffix("").parts)).removesuffix(".__init__")
+        source.write_text(strip(source.read_text(), names, f"modulecraft.{SEAMS_MODULE}", module))
     (package / f"{SEAMS_MODULE}.py").write_text(SEAMS_SOURCE)
     for path in [staging, *staging.rglob("*")]:
         os.chmod(path, 0o755 if path.is_dir() else 0o644)
@@ -102,15 +114,20 @@ def default_cache() -> Path:
     return cache / "modulecraft" / "answer-key-removed"
 
 
-def _targets(yours: dict[str, str]) -> dict[str, str]:
-    """{"modulecraft.nn.modules.module:Module.named_modules": learner's name}: what modulecraft keeps (answers
-    kept elsewhere, such as numpy's for the grader's own test chapters, are not modulecraft's to remove)."""
-    return {target: name for name, target in yours.items() if target.startswith("modulecraft.")}
+def _targets(yours: dict[str, str]) -> dict[str, tuple[str, ...]]:
+    """{"modulecraft.nn.modules.module:Module.named_modules": the learner's names for it}: what modulecraft keeps
+    (answers kept elsewhere, such as numpy's for the grader's own test chapters, are not modulecraft's to remove).
+    A target has several names where the capstone gathers chapters that wrote it in parts."""
+    targets: dict[str, tuple[str, ...]] = {}
+    for name, target in yours.items():
+        if target.startswith("modulecraft."):
+            targets[target] = (*targets.get(target, ()), name)
+    return targets
 
 
-def _by_file(targets: dict[str, str]) -> dict[Path, dict[str, str]]:
-    files: dict[Path, dict[str, str]] = {}
-    for target, name in targets.items():
+def _by_file(targets: dict[str, tuple[str, ...]]) -> dict[Path, dict[str, tuple[str, ...]]]:
+    files: dict[Path, dict[str, tuple[str, ...]]] = {}
+    for target, names in targets.items():
         module, _, qualname = target.partition(":")
         parts = module.split(".")[1:]
         relative = Path(*parts).with_suffix(".py")
@@ -118,12 +135,13 @@ def _by_file(targets: dict[str, str]) -> dict[Path, dict[str, str]]:
             relative = Path(*parts, "__init__.py")
         if not (REFERENCE / relative).exists():
             raise LookupError(f"YOURS names {target!r}, but the reference has no module {module}")
-        files.setdefault(relative, {})[qualname] = name
+        files.setdefault(relative, {})[qualname] = names
     return files
 
 
-def strip(source: str, names: dict[str, str], seams: str) -> str:
-    """`source` with each definition `names` lists (qualname -> the learner's name) replaced by a seam or stub."""
+def strip(source: str, names: dict[str, tuple[str, ...]], seams: str, module: str = "") -> str:
+    """`source` (of modulecraft's module `module`) with each definition `names` lists (qualname -> the learner's
+    names) replaced by a seam or stub."""
     tree = ast.parse(source)
     found = set()
 
@@ -135,7 +153,7 @@ def strip(source: str, names: dict[str, str], seams: str) -> str:
                 if qualname in names:
                     found.add(qualname)
                     node = (_stub_class(node, qualname, seams) if isinstance(node, ast.ClassDef)
-                            else _seam(node, names[qualname], qualname, seams))
+                            else _seam(node, names[qualname], f"{module}:{qualname}", seams))
                 elif isinstance(node, ast.ClassDef):
                     node.body = visit(node.body, qualname + ".")
             result.append(node)
@@ -148,10 +166,12 @@ def strip(source: str, names: dict[str, str], seams: str) -> str:
     return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
 
 
-def _seam(node: ast.FunctionDef, learner_name: str, qualname: str, seams: str) -> ast.FunctionDef:
-    where = f"`{qualname}`"
+def _seam(node: ast.FunctionDef, learner_names: tuple[str, ...], target: str, seams: str) -> ast.FunctionDef:
+    where = f"`{target.partition(':')[2]}`"
     seams_module = f"__import__({seams!r}, fromlist=['call'])"
-    body = ast.parse(f"return {seams_module}.call({learner_name!r}, {where!r}, args, kwargs)").body
+    call = (f"call({learner_names[0]!r}, {where!r}, args, kwargs)" if len(learner_names) == 1 else
+            f"call_routed({target!r}, {where!r}, args, kwargs)")
+    body = ast.parse(f"return {seams_module}.{call}").body
     marker = ast.parse(f"{seams_module}.seam", mode="eval").body
     arguments = ast.arguments(posonlyargs=[], args=[], vararg=ast.arg("args"), kwonlyargs=[], kw_defaults=[],
                               kwarg=ast.arg("kwargs"), defaults=[])

@@ -8,6 +8,10 @@ what the learner's code did and the hint. nbgrader then scores the cells as usua
 
 The seed is drawn per submission when grading starts (`start`), so expected observations exist nowhere before
 the kernel has run, and observations copied from someone else's feedback or notebook describe other inputs.
+
+The capstone lets a learner switch a mechanism to modulecraft's code (one line of `WHOSE` in the cell `c13_whose`).
+Which ones is read here from the submitted notebook's text, never from the kernel: those stay in the kernel's
+modulecraft (`answer_key.build(kept=...)`), and the test cells that grade them fail, whatever they observed.
 """
 from __future__ import annotations
 
@@ -20,11 +24,15 @@ import nbformat
 from nbgrader import utils
 from nbgrader.preprocessors import NbGraderPreprocessor
 
+from modulecraft import mechanisms
+
 from . import integrity, probes, sandbox
 
 # The errors the grading run itself gives a cell (time limits, a kernel that ended): they stay, as they are.
 RUN_ERRORS = ("CellTimeoutError", sandbox.KERNEL_GONE, "KeyboardInterrupt")
 FAILED = "TestFailed"
+WHOSE_CELL = "c13_whose"  # the id of the cell that switches the capstone's mechanisms
+SWITCHED = "switched to the reference in 13.1 (WHOSE), so modulecraft's code ran for it: no points for it here"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,18 +40,35 @@ class Judging:
     chapter: str
     seed: int
     source: Path | None = None  # the chapter's source notebook: which exercise defines which name
+    switched: frozenset[str] = frozenset()  # the capstone's mechanisms the submission runs on modulecraft's code
 
 
 current: Judging | None = None  # the submission this process is grading (one at a time per process)
 limits: list[str] = []  # the limits its notebook ran into, read before nbgrader cuts long outputs
 
 
-def start(chapter: str, source: Path | None = None) -> Judging:
-    """Draw a fresh seed for grading one submission of `chapter` (whose source notebook is `source`)."""
+def start(chapter: str, source: Path | None = None, switched: frozenset[str] = frozenset()) -> Judging:
+    """Draw a fresh seed for grading one submission of `chapter` (whose source notebook is `source`; `switched`:
+    `switched_mechanisms` of the submission)."""
     global current
-    current = Judging(chapter, secrets.randbits(62), source)
+    current = Judging(chapter, secrets.randbits(62), source, switched)
     limits.clear()
     return current
+
+
+def switched_mechanisms(chapter: str, submitted: Path) -> frozenset[str]:
+    """The mechanisms a submission of `chapter` runs on modulecraft's code: its `WHOSE` cell read as text (a literal
+    only; anything else, or no such cell, reads as every mechanism the learner's). Chapters without mechanisms: none."""
+    if not getattr(probes.chapter_module(chapter), "MECHANISM_OF", None):
+        return frozenset()
+    cells = [cell for cell in nbformat.read(submitted, as_version=4).cells
+             if cell.get("id") == WHOSE_CELL and cell.cell_type == "code"]
+    return frozenset(mechanisms.switched(mechanisms.read_whose(cells[0].source) if len(cells) == 1 else {}))
+
+
+def kept_names(switched: frozenset[str]) -> frozenset[str]:
+    """The learner names whose modulecraft code stays in the grading kernel: those of the switched mechanisms."""
+    return frozenset(name for mechanism in switched for name in mechanisms.MECHANISMS[mechanism])
 
 
 def expected(chapter: str, seed: int) -> dict[str, probes.Run]:
@@ -97,6 +122,7 @@ class JudgeTests(NbGraderPreprocessor):
         limits[:] = integrity.limits_hit(nb)
         runs = expected(current.chapter, current.seed)
         exercises = defined_by_exercise(nbformat.read(current.source, as_version=4) if current.source else nb)
+        mechanism_of = getattr(probes.chapter_module(current.chapter), "MECHANISM_OF", {})
         for cell in nb.cells:
             if cell.cell_type != "code" or not utils.is_grade(cell) or utils.is_solution(cell):
                 continue
@@ -105,7 +131,11 @@ class JudgeTests(NbGraderPreprocessor):
             if run_errors:
                 cell.outputs = run_errors[:1]
                 continue
-            why = judge(cell.metadata["nbgrader"]["grade_id"], outputs, runs, exercises)
+            grade_id = cell.metadata["nbgrader"]["grade_id"]
+            if mechanism_of.get(grade_id) in current.switched:
+                why = f"{mechanism_of[grade_id]}: {SWITCHED}"
+            else:
+                why = judge(grade_id, outputs, runs, exercises)
             cell.outputs = [] if why is None else [
                 nbformat.v4.new_output("error", ename=FAILED, evalue=why, traceback=[f"{FAILED}: {why}"])]
         return nb, resources

@@ -349,10 +349,11 @@ def _autograde(api: NbGraderAPI, root: Path, student: str, chapter: str) -> Outc
     if integrity.is_ungradable(problems):
         outcome.needs_review = problems
     else:
-        sandbox.kernel_modulecraft = answer_key.build(chapter)
+        switched = verdicts.switched_mechanisms(chapter, submitted)  # read from the notebook's text, not its kernel
+        sandbox.kernel_modulecraft = answer_key.build(chapter, kept=verdicts.kept_names(switched))
         for attempt in (1, 2):  # a kernel that died or timed out may have been starved by load: once more
             outcome.attempts = attempt
-            judging = verdicts.start(chapter, root / "source" / chapter / f"{chapter}.ipynb")
+            judging = verdicts.start(chapter, root / "source" / chapter / f"{chapter}.ipynb", switched)
             sandbox.kernel_env = {probes.SEED_ENV_VAR: str(judging.seed)}
             sandbox.events.clear()
             result = api.autograde(chapter, student, force=True, create=True)

@@ -1,32 +1,43 @@
 """Chapter 13's tests: the capstone's mechanisms, each observed on a few steps of a small drawn problem (never a
-full training: these probes also run on the reference in the grader's process for every submission)."""
+full training: these probes also run on the reference in the grader's process for every submission).
+
+The capstone trains on the learner's code only: every mechanism of `modulecraft.mechanisms` is in `YOURS`, so the
+grading kernel's modulecraft has none of them (except those the learner switched to the reference in the cell
+`c13_whose`: `autograder.verdicts` reads them from the notebook's text, keeps them, and fails their cells). Each
+mechanism has an exercise (`c13_mine_<slug>`: paste the chapter's solutions) whose probes train a drawn model a few
+steps and observe what that mechanism produces, on the learner's code for that mechanism and for every one the
+notebook's `WHOSE` leaves "mine" (while grading, modulecraft has no code of its own for those): a broken mechanism
+shows in the others too (`BUILDS_ON`), until switched.
+"""
+import contextlib
 import shutil
 import tempfile
 import warnings
-from functools import cache
 from pathlib import Path
 
 import numpy as np
 
 import modulecraft
-from modulecraft import nn, optim
+from modulecraft import mechanisms, nn, optim
 
 from . import Reference, probe
 
-# Every mechanism of the learner's that the capstone's training uses, and where the reference keeps each: while
-# grading, these do not exist in the kernel's modulecraft (`autograder.answer_key`), so every module there walks,
-# switches mode, saves and loads with the learner's chapter 5 and 7 functions.
-#
-# `_call_impl` is not listed: the learner's is chapter 6's (forward hooks only), and the capstone's own `Crafted`
-# hands calls with backward hooks to the reference's `nn.Module._call_impl`, which must keep wiring them.
-# `run_forward_pre_hooks` and `run_forward_hooks` have no reference counterpart (the reference's `_call_impl`
-# inlines its loops): they are observed through the learner's `_call_impl`.
+EXERCISES = {
+    "construction and attributes (1-4)": "c13_mine_modules",
+    "tree walks and modes (5)": "c13_mine_walks",
+    "forward hooks in _call_impl (6)": "c13_mine_forward_hooks",
+    "state_dict (7)": "c13_mine_state_dict",
+    "lazy modules (8)": "c13_mine_lazy",
+    "autograd recording (10)": "c13_mine_recording",
+    "engine (10)": "c13_mine_engine",
+    "backward formulas (10)": "c13_mine_formulas",
+    "backward hooks in _call_impl (11)": "c13_mine_backward_hooks",
+    "optimizer (12)": "c13_mine_optimizer",
+}
+assert set(EXERCISES) == set(mechanisms.MECHANISMS), "one exercise per mechanism of modulecraft.mechanisms"
+
 YOURS = {
-    "named_modules": "modulecraft.nn.modules.module:Module.named_modules",
-    "train": "modulecraft.nn.modules.module:Module.train",
-    "_save_to_state_dict": "modulecraft.nn.modules.module:Module._save_to_state_dict",
-    "state_dict": "modulecraft.nn.modules.module:Module.state_dict",
-    "load_state_dict": "modulecraft.nn.modules.module:Module.load_state_dict",
+    **mechanisms.yours(),
     "train_epoch": "modulecraft.exercises.c13_capstone:train_epoch",
     "accuracy": "modulecraft.exercises.c13_capstone:accuracy",
     "attach_statistics": "modulecraft.exercises.c13_capstone:attach_statistics",
@@ -34,9 +45,16 @@ YOURS = {
     "load_checkpoint": "modulecraft.exercises.c13_capstone:load_checkpoint",
 }
 
-# While grading, every module trains, evaluates, saves and loads with the learner's `Crafted` functions.
-BUILDS_ON = {grade_id: ["c13_crafted"] for grade_id in
-             ("c13_train_epoch", "c13_accuracy", "c13_statistics", "c13_checkpoint")}
+# The test cells that grade each mechanism: `autograder.verdicts` fails them when the learner switched it.
+MECHANISM_OF = {f"{exercise}_{kind}": mechanism for mechanism, exercise in EXERCISES.items()
+                for kind in ("visible", "hidden")}
+
+# While grading, every module trains, evaluates, saves and loads with all of the learner's mechanisms.
+BUILDS_ON = {
+    **{exercise: [other for other in EXERCISES.values() if other != exercise] for exercise in EXERCISES.values()},
+    **{grade_id: list(EXERCISES.values()) for grade_id in
+       ("c13_train_epoch", "c13_accuracy", "c13_statistics", "c13_checkpoint")},
+}
 
 
 # -- fixtures -------------------------------------------------------------------------------------------------------
@@ -50,14 +68,14 @@ class Problem:
         self.y = np.array([draw.int(0, self.classes - 1) for _ in range(self.rows)])
         self.init_seed = draw.int(0, 2**16)
 
-    def model(self, layers=nn, lazy=False):
+    def model(self, lazy=False):
         """features -> hidden (batch-normalised, ReLU) -> classes, as the capstone's `build_model`."""
         nn.init.manual_seed(self.init_seed)
         if lazy:
-            return layers.Sequential(layers.LazyLinear(self.hidden), layers.LazyBatchNorm1d(), layers.ReLU(),
-                                     layers.LazyLinear(self.classes))
-        return layers.Sequential(layers.Linear(self.features, self.hidden), layers.BatchNorm1d(self.hidden),
-                                 layers.ReLU(), layers.Linear(self.hidden, self.classes))
+            return nn.Sequential(nn.LazyLinear(self.hidden), nn.LazyBatchNorm1d(), nn.ReLU(),
+                                 nn.LazyLinear(self.classes))
+        return nn.Sequential(nn.Linear(self.features, self.hidden), nn.BatchNorm1d(self.hidden), nn.ReLU(),
+                             nn.Linear(self.hidden, self.classes))
 
 
 class Once:
@@ -84,107 +102,503 @@ def make_optimizer(parameters):
     return optim.SGD(parameters, lr=0.1, momentum=0.9)
 
 
-def crafted_layers(yours):
-    """The reference's layer classes with the learner's `Crafted` in front, as the capstone builds them."""
-    if isinstance(yours, Reference):  # the reference's own machinery: its layers as they are
-        return nn
-    call_impl = yours._call_impl
-
-    class Crafted:
-        named_modules = yours.named_modules
-        train = yours.train
-        _save_to_state_dict = yours._save_to_state_dict
-        state_dict = yours.state_dict
-        load_state_dict = yours.load_state_dict
-
-        def _call_impl(self, *args, **kwargs):
-            if (self._backward_hooks or self._backward_pre_hooks or nn.modules.module._global_backward_hooks
-                    or nn.modules.module._global_backward_pre_hooks):
-                return nn.Module._call_impl(self, *args, **kwargs)
-            return call_impl(self, *args, **kwargs)
-
-    class Layers:
-        @cache
-        def __getattr__(self, name):
-            base = getattr(nn, name)
-            namespace = {"__module__": __name__, "__qualname__": name}
-            if getattr(base, "cls_to_become", None) is not None:
-                namespace["cls_to_become"] = getattr(self, base.cls_to_become.__name__)
-            return type(name, (Crafted, base), namespace)
-    return Layers()
-
-
 def rounded(array):
     return np.asarray(array, dtype=np.float64).round(5)
 
 
-# -- Exercise 1: the Crafted mixin --------------------------------------------------------------------------------
-HINT_CRAFTED = "see 13.1: paste your chapter 5-7 functions and assign them in the body of Crafted."
+def steps(model, optimizer, problem, order):
+    """One step per batch of rows `order` (a list of index arrays), in training mode; the losses."""
+    model.train()
+    losses = []
+    for rows in order:
+        optimizer.zero_grad()
+        loss = nn.CrossEntropyLoss()(model(problem.x[rows]), problem.y[rows])
+        loss.backward()
+        optimizer.step()
+        losses.append(float(loss))
+    return losses
 
 
-@probe("c13_crafted_visible")
-def crafted_visible(yours, draw, check):
-    problem = Problem(draw)
-    model = lambda: problem.model(crafted_layers(yours))  # noqa: E731
-    check("named_modules of a crafted Sequential(Linear, BatchNorm1d, ReLU, Linear)",
-          lambda: [name for name, _ in model().named_modules()], hint=HINT_CRAFTED)
-    check("state_dict keys and metadata of the same model",
-          lambda: (lambda m: (list(m.state_dict()), dict(m.state_dict()._metadata)))(model()), hint=HINT_CRAFTED)
-    shift = float(draw.int(1, 9))
+def draw_batches(draw, problem, count):
+    return [np.array(draw.sample(range(problem.rows), 8)) for _ in range(count)]
 
-    def hooked():
-        crafted = model()
-        crafted.register_forward_hook(lambda module, args, output: output + shift)
+
+def gradients(model):
+    return {name: None if p.grad is None else rounded(p.grad) for name, p in model.named_parameters()}
+
+
+@contextlib.contextmanager
+def mine(yours, mechanism, check):
+    """The learner's side: their code for `mechanism` in place of modulecraft's inside the block, with the rest as
+    the notebook's `use(WHOSE, ...)` left it. Yields `check`, whose thunks raise, while a name of the mechanism is
+    not defined, that it is not written yet. The reference's side: modulecraft as it is."""
+    if isinstance(yours, Reference):
+        yield check
+        return
+    with mechanisms.installed(mechanisms.also(mechanism), vars(yours)["_namespace"]) as gaps:
+        missing = [name for names in gaps.values() for name in names]
+
+        def guarded(what, thunk, **options):
+            def run():
+                if missing:
+                    raise NotImplementedError(f"`{missing[0]}` is not written yet: paste its chapter's solution into "
+                                              f"the cell of {mechanism} (13.1) and run it")
+                return thunk()
+            check(what, run, **options)
+        yield guarded
+
+
+def hint(mechanism, text):
+    return f"see 13.1, {mechanism}: {text}"
+
+
+# -- the mechanisms (13.1): each observed while a drawn model trains -----------------------------------------------
+class Scenario:
+    """A drawn problem, its model, an SGD with drawn settings and a few drawn batches."""
+
+    def __init__(self, draw):
+        self.problem = Problem(draw)
+        self.batches = draw_batches(draw, self.problem, draw.int(2, 3))
+        self.lr, self.momentum = draw.choice([0.05, 0.1, 0.2]), draw.choice([0.5, 0.9])
+        self.weight_decay = draw.choice([0.01, 0.05])
+
+    def model(self, lazy=False):
+        return self.problem.model(lazy)
+
+    def optimizer(self, model):
+        return optim.SGD(model.parameters(), lr=self.lr, momentum=self.momentum, weight_decay=self.weight_decay)
+
+    def trained(self, model=None):
+        """(model, optimizer, losses) after one step per drawn batch."""
+        model = model or self.model()
+        optimizer = self.optimizer(model)
+        return model, optimizer, steps(model, optimizer, self.problem, self.batches)
+
+    def outputs(self, model):
+        """The model's logits on the problem in eval mode, without a graph."""
         with modulecraft.no_grad():
-            return rounded(crafted.eval()(problem.x[:4]))
-    check(f"output with a forward hook (+{shift:g}) in eval mode", hooked, close=True, hint=HINT_CRAFTED)
+            return rounded(model.eval()(self.problem.x))
 
 
-@probe("c13_crafted_hidden")
-def crafted_hidden(yours, draw, check):
-    problem = Problem(draw)
-    model = lambda: problem.model(crafted_layers(yours))  # noqa: E731
-    check("crafted.train(False): (returns self, the mode of every module)",
-          lambda: (lambda m: (m.train(False) is m, [sub.training for sub in m.modules()]))(model()),
-          hint="see 13.1: Crafted.train must come from chapter 5: set the mode on every module and return self.")
-    mean = draw.array(problem.hidden)
+LOSSES = "the losses of a few training steps of a drawn model"
 
-    def loaded():
-        crafted, source = model(), problem.model().state_dict()
-        source["1.running_mean"] = mean
-        result = crafted.load_state_dict(source)
-        return str(result), rounded(crafted[1].running_mean)
-    check("load_state_dict of a reference model's state with a new running_mean: (its result, the child's "
-          "running_mean)", loaded, close=True,
-          hint="see 13.1: Crafted.load_state_dict (chapter 7); the loaded values must reach the children.")
-    missing = draw.choice(["0.bias", "3.weight", "1.running_var", "0.weight"])
 
-    def strict():
-        source = problem.model().state_dict()
-        del source[missing]
-        return model().load_state_dict(source)
-    check(f"a strict load without {missing!r}", strict, phrase=f'Missing key(s) in state_dict: "{missing}"',
-          hint="see 13.1: strict loads report missing keys (chapter 7).")
-    factor = draw.int(2, 9)
+@probe("c13_mine_modules_visible")
+def modules_visible(yours, draw, check):
+    mechanism = "construction and attributes (1-4)"
+    scenario = Scenario(draw)
+    width = draw.int(2, 5)
+    with mine(yours, mechanism, check) as check:
+        check(LOSSES, lambda: scenario.trained()[2], close=True,
+              hint=hint(mechanism, "every module is built with your __init__, __setattr__ and register_*."))
+        check("children, the first Linear's parameters, the BatchNorm's buffers (names, in order)",
+              lambda: (lambda m: (list(m._modules), list(m[0]._parameters), list(m[1]._buffers)))(scenario.model()),
+              hint=hint(mechanism, "__setattr__ files a Module in _modules, a Parameter in _parameters (chapter 2)."))
 
-    def with_kwargs():
-        layers = crafted_layers(yours)
-        wrapped = layers.Sequential(layers.Identity())
-        wrapped.register_forward_pre_hook(lambda module, args, kwargs: ((args[0] * factor,), kwargs), with_kwargs=True)
-        return wrapped(factor + 1), layers.Identity()(factor)
-    check(f"a with_kwargs pre-hook multiplying by {factor}, and a crafted Identity without hooks",
-          with_kwargs, hint="see 13.1: Crafted._call_impl must run with_kwargs pre-hooks (chapter 6); without hooks "
-                            "the crafted call returns forward's result.")
+        def assigned():
+            model = scenario.model()
+            model.scale = nn.Parameter(np.ones(width, dtype=np.float32))
+            model.extra = nn.Linear(width, 2)
+            return list(model._parameters), list(model._modules), tuple(model.scale.shape), model.extra.out_features
+        check(f"assigning a Parameter of {width} and a Linear to a Sequential: where each went, read back",
+              assigned, hint=hint(mechanism, "__setattr__ registers Parameters and Modules; __getattr__ finds them."))
+
+
+@probe("c13_mine_modules_hidden")
+def modules_hidden(yours, draw, check):
+    mechanism = "construction and attributes (1-4)"
+    scenario = Scenario(draw)
+    name = draw.name()
+    with mine(yours, mechanism, check) as check:
+        check(LOSSES, lambda: scenario.trained()[2], close=True,
+              hint=hint(mechanism, "modules built with your code must train as modulecraft's."))
+
+        def buffer():
+            model = scenario.model()
+            model.register_buffer(name, np.full(3, 2.0, dtype=np.float32), persistent=False)
+            return name in model._buffers, name in model._non_persistent_buffers_set, getattr(model, name).tolist()
+        check(f"a non-persistent buffer {name!r}: (in _buffers, non-persistent, its value)", buffer,
+              hint=hint(mechanism, "register_buffer (chapter 4) with persistent=False."))
+        check(f"reading a missing attribute {name!r} of a model", lambda: getattr(scenario.model(), name + "x"),
+              phrase="object has no attribute", hint=hint(mechanism, "__getattr__ raises AttributeError (chapter 2)."))
+
+        def refused():
+            model = scenario.model()
+            model[0].weight = np.zeros((2, 2), dtype=np.float32)
+        check("assigning a plain array to a Linear's weight", refused, phrase="cannot assign",
+              hint=hint(mechanism, "a name that is a parameter takes a Parameter or None (chapter 3)."))
+
+
+@probe("c13_mine_walks_visible")
+def walks_visible(yours, draw, check):
+    mechanism = "tree walks and modes (5)"
+    scenario = Scenario(draw)
+    with mine(yours, mechanism, check) as check:
+        check(LOSSES, lambda: scenario.trained()[2], close=True,
+              hint=hint(mechanism, "parameters() (your _named_members) must hand every parameter to the optimizer."))
+        nested = lambda: nn.Sequential(scenario.model(), nn.Sequential(nn.ReLU()))  # noqa: E731
+        check("named_modules and named_parameters of Sequential(model, Sequential(ReLU))",
+              lambda: (lambda m: ([n for n, _ in m.named_modules()], [n for n, _ in m.named_parameters()]))(nested()),
+              hint=hint(mechanism, "pre-order, dotted prefixes (chapter 5)."))
+        check("eval(): (returns the model, the mode of every module)",
+              lambda: (lambda m: (m.eval() is m, [sub.training for sub in m.modules()]))(nested()),
+              hint=hint(mechanism, "eval sets training=False on every module and returns self."))
+
+
+@probe("c13_mine_walks_hidden")
+def walks_hidden(yours, draw, check):
+    mechanism = "tree walks and modes (5)"
+    scenario = Scenario(draw)
     copies = draw.int(2, 3)
-    check(f"named_modules of a crafted Sequential holding one Linear {copies} times",
-          lambda: (lambda layers: [n for n, _ in layers.Sequential(*[layers.Linear(2, 2)] * copies).named_modules()])(
-              crafted_layers(yours)), hint="see 13.1: Crafted.named_modules must skip a shared module (memo).")
-    check("types of the values of state_dict(keep_vars=True)",
-          lambda: sorted({type(v).__name__ for v in model().state_dict(keep_vars=True).values()}),
-          hint="see 13.1: state_dict(keep_vars=True) keeps the Parameter objects.")
+    with mine(yours, mechanism, check) as check:
+        check("eval outputs of the trained model (BatchNorm uses its running statistics in eval mode)",
+              lambda: scenario.outputs(scenario.trained()[0]), close=True,
+              hint=hint(mechanism, "train() and eval() must reach every child."))
+        check(f"named_parameters of a Sequential holding one Linear {copies} times",
+              lambda: [n for n, _ in nn.Sequential(*[nn.Linear(2, 2)] * copies).named_parameters()],
+              hint=hint(mechanism, "a shared module or parameter is listed once (memo)."))
+        check("named_children of the model", lambda: [n for n, _ in scenario.model().named_children()],
+              hint=hint(mechanism, "named_children yields each child once, in order."))
 
 
-# -- Exercise 2: train_epoch ----------------------------------------------------------------------------------------
+@probe("c13_mine_forward_hooks_visible")
+def forward_hooks_visible(yours, draw, check):
+    mechanism = "forward hooks in _call_impl (6)"
+    scenario = Scenario(draw)
+    factor, shift = draw.choice([0.5, 2.0, 3.0]), draw.array(scenario.problem.classes)
+    with mine(yours, mechanism, check) as check:
+        calls = []
+
+        def hooked():
+            model = scenario.model()
+            model[3].register_forward_pre_hook(lambda module, args: (args[0] * factor,))
+            model[3].register_forward_hook(lambda module, args, output: (calls.append(len(args)), output + shift)[1])
+            return scenario.trained(model)[2]
+        check(f"losses of training steps with hooks on the last Linear: a pre-hook scaling its input by {factor}, a "
+              f"hook adding {shift.tolist()} to its output", hooked, close=True,
+              hint=hint(mechanism, "a pre-hook's result replaces args; a hook's result replaces the output."))
+        check("how many times the forward hook ran", lambda: len(calls),
+              hint=hint(mechanism, "once per call of the module."))
+
+
+@probe("c13_mine_forward_hooks_hidden")
+def forward_hooks_hidden(yours, draw, check):
+    mechanism = "forward hooks in _call_impl (6)"
+    scenario = Scenario(draw)
+    factor = draw.int(2, 5)
+    with mine(yours, mechanism, check) as check:
+        def with_kwargs():
+            model = scenario.model()
+            order = []
+            model[3].register_forward_pre_hook(lambda module, args, kwargs: ((args[0] * factor,), kwargs),
+                                               with_kwargs=True)
+            model.register_forward_hook(lambda module, args, output: order.append("second"))
+            model.register_forward_hook(lambda module, args, output: order.append("first"), prepend=True)
+            return scenario.outputs(model), order
+        check(f"eval outputs with a with_kwargs pre-hook multiplying the last Linear's input by {factor}, and two "
+              "hooks on the model (one prepended): (outputs, hook order)", with_kwargs, close=True,
+              hint=hint(mechanism, "with_kwargs pre-hooks return (args, kwargs); prepend puts a hook first."))
+
+        def removed():
+            model = scenario.model()
+            seen = []
+            handle = model[1].register_forward_hook(lambda module, args, output: seen.append(1))
+            scenario.outputs(model)
+            handle.remove()
+            scenario.outputs(model)
+            return len(seen)
+        check("calls of a hook over two forwards, removed between them", removed,
+              hint=hint(mechanism, "a removed hook no longer runs."))
+
+
+@probe("c13_mine_state_dict_visible")
+def state_dict_visible(yours, draw, check):
+    mechanism = "state_dict (7)"
+    scenario = Scenario(draw)
+    own = draw.name()
+    with mine(yours, mechanism, check) as check:
+        trained = Once(lambda: scenario.trained()[0])
+        check("state_dict keys of the trained model, and its 1.running_mean",
+              lambda: (lambda state: (list(state), rounded(state["1.running_mean"])))(trained().state_dict()),
+              close=True, hint=hint(mechanism, "own entries first, then each child's under its prefix (chapter 7)."))
+        check("the state_dict's _metadata", lambda: dict(trained().state_dict()._metadata),
+              hint=hint(mechanism, "one entry per module, its prefix without the dot: {'version': ...}."))
+
+        def own_and_children():
+            model = scenario.model()
+            setattr(model, own, nn.Parameter(np.ones(2, dtype=np.float32)))
+            return list(model.state_dict())
+        check(f"state_dict keys of the model holding its own parameter {own!r} next to its children",
+              own_and_children, hint=hint(mechanism, "a module's own entries come first, then its children's."))
+
+        def reloaded():
+            fresh = scenario.model()
+            result = fresh.load_state_dict(trained().state_dict())
+            return str(result), scenario.outputs(fresh)
+        check("a fresh model loading the trained state: (the result, its eval outputs)", reloaded, close=True,
+              hint=hint(mechanism, "load_state_dict copies every entry into the module that owns it."))
+
+
+@probe("c13_mine_state_dict_hidden")
+def state_dict_hidden(yours, draw, check):
+    mechanism = "state_dict (7)"
+    scenario = Scenario(draw)
+    missing = draw.choice(["0.bias", "3.weight", "1.running_var", "0.weight"])
+    with mine(yours, mechanism, check) as check:
+        def strict():
+            state = scenario.model().state_dict()
+            del state[missing]
+            return scenario.model().load_state_dict(state)
+        check(f"a strict load without {missing!r}", strict, phrase=f'Missing key(s) in state_dict: "{missing}"',
+              hint=hint(mechanism, "strict loads report missing keys."))
+        check("types of the values of state_dict(keep_vars=True)",
+              lambda: sorted({type(v).__name__ for v in scenario.model().state_dict(keep_vars=True).values()}),
+              hint=hint(mechanism, "keep_vars=True keeps the Parameter objects."))
+        check("1.num_batches_tracked after the training steps",
+              lambda: int(scenario.trained()[0].state_dict()["1.num_batches_tracked"]),
+              hint=hint(mechanism, "buffers are saved too."))
+
+
+@probe("c13_mine_lazy_visible")
+def lazy_visible(yours, draw, check):
+    mechanism = "lazy modules (8)"
+    scenario = Scenario(draw)
+    with mine(yours, mechanism, check) as check:
+        def first_call():
+            model = scenario.model(lazy=True)
+            scenario.outputs(model)
+            return [type(m).__name__ for m in model], [tuple(p.shape) for p in model.parameters()]
+        check("a lazy model after its first call: (the types of its layers, its parameters' shapes)", first_call,
+              hint=hint(mechanism, "the first call infers the input size and materialises the parameters."))
+        def trained():
+            model = scenario.model(lazy=True)
+            scenario.outputs(model)  # the first call materialises the parameters the optimizer needs
+            return scenario.trained(model)[2]
+        check(LOSSES + ", lazy", trained, close=True,
+              hint=hint(mechanism, "materialised parameters are initialised as the layer's reset_parameters does."))
+
+
+@probe("c13_mine_lazy_hidden")
+def lazy_hidden(yours, draw, check):
+    mechanism = "lazy modules (8)"
+    scenario = Scenario(draw)
+    with mine(yours, mechanism, check) as check:
+        def loaded():
+            model = scenario.model(lazy=True)
+            model.load_state_dict(scenario.trained()[0].state_dict())
+            return [type(m).__name__ for m in model], scenario.outputs(model)
+        check("a lazy model loading a trained model's state: (the types of its layers, its eval outputs)", loaded,
+              close=True, hint=hint(mechanism, "loading materialises each lazy parameter to the saved shape."))
+
+
+@probe("c13_mine_recording_visible")
+def recording_visible(yours, draw, check):
+    mechanism = "autograd recording (10)"
+    scenario = Scenario(draw)
+    with mine(yours, mechanism, check) as check:
+        check(LOSSES, lambda: scenario.trained()[2], close=True,
+              hint=hint(mechanism, "without a recorded graph no gradient reaches the parameters."))
+
+        def graph():
+            loss = nn.CrossEntropyLoss()(scenario.model()(scenario.problem.x), scenario.problem.y)
+            node = loss.grad_fn
+            return node.name(), [(fn.name() if fn is not None else None) for fn, _ in node.next_functions]
+        check("the loss's grad_fn and its next_functions", graph,
+              hint=hint(mechanism, "a node per operation, an edge per input (None for one without a gradient)."))
+        def unrecorded():
+            model = scenario.model()
+            with modulecraft.no_grad():
+                return getattr(model(scenario.problem.x), "grad_fn", None) is None
+        check("under no_grad, the logits have no grad_fn", unrecorded,
+              hint=hint(mechanism, "nothing is recorded while grad mode is off."))
+
+
+@probe("c13_mine_recording_hidden")
+def recording_hidden(yours, draw, check):
+    mechanism = "autograd recording (10)"
+    scenario = Scenario(draw)
+    with mine(yours, mechanism, check) as check:
+        def first_layer():
+            model = scenario.model()
+            node = model[0](scenario.problem.x).grad_fn
+            return node.name(), [(fn.name() if fn is not None else None) for fn, _ in node.next_functions]
+        check("the first Linear's node on plain input: its name and next_functions", first_layer,
+              hint=hint(mechanism, "the input needs no gradient: its edge is None; a parameter's, AccumulateGrad."))
+        check("gradients after one backward", lambda: (lambda m: (nn.CrossEntropyLoss()(
+            m(scenario.problem.x), scenario.problem.y).backward(), gradients(m))[1])(scenario.model()), close=True,
+              hint=hint(mechanism, "record when an input requires grad and grad mode is on."))
+
+
+@probe("c13_mine_engine_visible")
+def engine_visible(yours, draw, check):
+    mechanism = "engine (10)"
+    scenario = Scenario(draw)
+    rows = draw.int(4, scenario.problem.rows)
+    with mine(yours, mechanism, check) as check:
+        model = Once(scenario.model)
+        loss = lambda: nn.CrossEntropyLoss()(model()(scenario.problem.x[:rows]), scenario.problem.y[:rows])  # noqa
+        check(f"gradients after one backward on {rows} rows", lambda: (loss().backward(), gradients(model()))[1],
+              close=True, hint=hint(mechanism, "every parameter's .grad after one backward."))
+        check("gradients after a second backward without zero_grad", lambda: (loss().backward(),
+                                                                             gradients(model()))[1],
+              close=True, hint=hint(mechanism, "AccumulateGrad adds to an existing .grad."))
+        check(LOSSES, lambda: scenario.trained()[2], close=True,
+              hint=hint(mechanism, "a node runs once all the gradients flowing into it are summed."))
+
+
+@probe("c13_mine_engine_hidden")
+def engine_hidden(yours, draw, check):
+    mechanism = "engine (10)"
+    scenario = Scenario(draw)
+    with mine(yours, mechanism, check) as check:
+        def shared():
+            nn.init.manual_seed(scenario.problem.init_seed)
+            layer = nn.Linear(scenario.problem.features, scenario.problem.features)
+            model = nn.Sequential(layer, nn.ReLU(), layer)
+            model(scenario.problem.x).mean().backward()
+            return gradients(model)
+        check("a Linear used twice in a row: its gradients (both uses summed)", shared, close=True,
+              hint=hint(mechanism, "a node used twice runs once, with the sum of both gradients."))
+
+        def twice():
+            loss = nn.CrossEntropyLoss()(scenario.model()(scenario.problem.x), scenario.problem.y)
+            loss.backward()
+            loss.backward()
+        check("a second backward through the same graph", twice,
+              phrase="Trying to backward through the graph a second time",
+              hint=hint(mechanism, "a backward frees the graph's saved values unless retain_graph=True."))
+
+
+@probe("c13_mine_formulas_visible")
+def formulas_visible(yours, draw, check):
+    mechanism = "backward formulas (10)"
+    scenario = Scenario(draw)
+    with mine(yours, mechanism, check) as check:
+        check("gradients of the cross-entropy of the model's logits",
+              lambda: (lambda m: (nn.CrossEntropyLoss()(m(scenario.problem.x), scenario.problem.y).backward(),
+                                  gradients(m))[1])(scenario.model()), close=True,
+              hint=hint(mechanism, "addmm (with the bias summed back to its shape), relu, log_softmax."))
+        check(LOSSES, lambda: scenario.trained()[2], close=True,
+              hint=hint(mechanism, "each formula against finite differences (chapter 10)."))
+
+
+@probe("c13_mine_formulas_hidden")
+def formulas_hidden(yours, draw, check):
+    mechanism = "backward formulas (10)"
+    scenario = Scenario(draw)
+    axis = draw.choice([0, 1])
+    with mine(yours, mechanism, check) as check:
+        check(f"gradients of model(x).mean(axis={axis}).sum()",
+              lambda: (lambda m: (m(scenario.problem.x).mean(axis=axis).sum().backward(), gradients(m))[1])(
+                  scenario.model()), close=True, hint=hint(mechanism, "mean and sum send the gradient back to every "
+                                                                      "element they reduced."))
+        check("gradients of model(x).sum() in eval mode",
+              lambda: (lambda m: (m.eval()(scenario.problem.x).sum().backward(), gradients(m))[1])(
+                  scenario.model()), close=True, hint=hint(mechanism, "relu passes the gradient where its output is "
+                                                                      "positive."))
+
+
+def _norms(model, record):
+    for name in ("0", "3"):
+        model.get_submodule(name).register_full_backward_hook(
+            lambda module, grad_input, grad_output, name=name: record.append(
+                (name, [None if g is None else round(float(np.linalg.norm(g)), 4) for g in grad_input],
+                 round(float(np.linalg.norm(grad_output[0])), 4))))
+
+
+@probe("c13_mine_backward_hooks_visible")
+def backward_hooks_visible(yours, draw, check):
+    mechanism = "backward hooks in _call_impl (11)"
+    scenario = Scenario(draw)
+    with mine(yours, mechanism, check) as check:
+        record = []
+
+        def hooked():
+            model = scenario.model()
+            _norms(model, record)
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="Full backward hook is firing")
+                return scenario.trained(model)[2]
+        check(LOSSES + ", with full backward hooks on both Linear layers", hooked, close=True,
+              hint=hint(mechanism, "hooks must not change the gradients."))
+        check("what the hooks saw at each step: (layer, norms of grad_input, norm of grad_output[0])",
+              lambda: record, close=True,
+              hint=hint(mechanism, "the last layer's hook first; the first layer's input needs no gradient: None."))
+
+
+@probe("c13_mine_backward_hooks_hidden")
+def backward_hooks_hidden(yours, draw, check):
+    mechanism = "backward hooks in _call_impl (11)"
+    scenario = Scenario(draw)
+    factor = draw.choice([0.5, 2.0, 4.0])
+    size = draw.int(2, 5)
+    left, right = draw.array(size), draw.array(size)
+    with mine(yours, mechanism, check) as check:
+        def scaled():
+            model = scenario.model()
+            model[3].register_full_backward_pre_hook(lambda module, grad_output: (grad_output[0] * factor,))
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="Full backward hook is firing")
+                nn.CrossEntropyLoss()(model(scenario.problem.x), scenario.problem.y).backward()
+            return gradients(model)
+        check(f"gradients with a backward pre-hook on the last layer multiplying grad_output by {factor}", scaled,
+              close=True, hint=hint(mechanism, "a backward pre-hook's result replaces grad_output."))
+
+        def two_inputs():
+            product, seen = Product(), []
+            product.register_full_backward_hook(lambda module, grad_input, grad_output: seen.append(
+                [None if g is None else rounded(g) for g in grad_input]))
+            a, b = modulecraft.Tensor(left, requires_grad=True), modulecraft.Tensor(right)
+            product(a, b).sum().backward()
+            return seen, rounded(a.grad)
+        check("a full backward hook on a module multiplying a tensor that requires grad by one that does not: (the "
+              "grad_input it saw, the first tensor's gradient)", two_inputs, close=True,
+              hint=hint(mechanism, "BackwardHookFunction marks the inputs that need no gradient non-differentiable: "
+                                   "next to one that does, they get zeros in grad_input."))
+
+
+class Product(nn.Module):
+    """a * b: a module with two tensor inputs."""
+
+    def forward(self, a, b):
+        return a * b
+
+
+@probe("c13_mine_optimizer_visible")
+def optimizer_visible(yours, draw, check):
+    mechanism = "optimizer (12)"
+    scenario = Scenario(draw)
+    with mine(yours, mechanism, check) as check:
+        trained = Once(scenario.trained)
+        check(f"the first layer's weight after SGD steps (lr {scenario.lr}, momentum {scenario.momentum}, "
+              f"weight_decay {scenario.weight_decay})", lambda: rounded(trained()[0][0].weight), close=True,
+              hint=hint(mechanism, "decay, then momentum buffer, then p -= lr * g (chapter 12)."))
+        check("the optimizer's state_dict: lr, momentum and params of its param_groups, the state's keys",
+              lambda: (lambda state: ([{key: group[key] for key in ("lr", "momentum", "params")}
+                                       for group in state["param_groups"]],
+                                      {k: sorted(v) for k, v in state["state"].items()}))(trained()[1].state_dict()),
+              hint=hint(mechanism, "state keyed by each parameter's index in the groups."))
+
+
+@probe("c13_mine_optimizer_hidden")
+def optimizer_hidden(yours, draw, check):
+    mechanism = "optimizer (12)"
+    scenario = Scenario(draw)
+    with mine(yours, mechanism, check) as check:
+        def frozen_middle():
+            model = scenario.model()
+            model[1].weight.requires_grad_(False)
+            optimizer = scenario.optimizer(model)
+            steps(model, optimizer, scenario.problem, scenario.batches)
+            return rounded(model[1].weight), sorted(optimizer.state_dict()["state"]), rounded(model[3].weight)
+        check("with BatchNorm's weight frozen (no gradient) mid-group: (its value, the state's keys, the last "
+              "layer's weight)", frozen_middle, close=True,
+              hint=hint(mechanism, "a parameter without a gradient is skipped; the others still step."))
+        check("zero_grad(): the gradients after it",
+              lambda: (lambda m, o: (o.zero_grad(), [p.grad for p in m.parameters()])[1])(*scenario.trained()[:2]),
+              hint=hint(mechanism, "zero_grad() sets every gradient to None (set_to_none=True)."))
+
+# -- Exercise: train_epoch ----------------------------------------------------------------------------------------
 def batch_size_for(draw, rows, low, high):
     """A batch size whose last batch is not a single row: BatchNorm1d refuses to normalise one row while training
     (as torch's does), which would make every implementation, the reference's too, fail the same way."""
@@ -229,7 +643,7 @@ def train_epoch_hidden(yours, draw, check):
           hint="see 13.3: one optimizer step per batch, after its backward.")
 
 
-# -- Exercise 3: accuracy -----------------------------------------------------------------------------------------------
+# -- Exercise: accuracy -----------------------------------------------------------------------------------------------
 def warmed(problem, steps=2):
     """The problem's model after a few training steps (so that its running statistics are not the initial ones)."""
     model = problem.model()
@@ -281,7 +695,7 @@ def accuracy_hidden(yours, draw, check):
           hint="see 13.4: accuracy must compute the logits under modulecraft.no_grad(): a graph was recorded.")
 
 
-# -- Exercise 4: predict, then run (graded on its form only: a constant answer cannot be graded securely) ----------
+# -- Exercise: predict, then run (graded on its form only: a constant answer cannot be graded securely) ----------
 def _prediction(yours, name, form):
     """The learner's prediction; on the reference, a value of the right form (the reference predicts nothing)."""
     return form if isinstance(yours, Reference) else getattr(yours, name)
@@ -300,10 +714,11 @@ def predict_hooks_visible(yours, draw, check):
 def predict_hooks_hidden(yours, draw, check):
     check("first_layer_grad_input is a tuple", lambda: isinstance(
         _prediction(yours, "first_layer_grad_input", ()), tuple),
-          hint="see 13.5: grad_input is a tuple, one entry per input of forward.")
+          hint="see 13.5: grad_input is a tuple with one entry per positional argument of forward; an entry is None "
+               "when no input requires a gradient (an input that does not, next to one that does, gets zeros).")
 
 
-# -- Exercise 5: attach_statistics -------------------------------------------------------------------------------------
+# -- Exercise: attach_statistics -------------------------------------------------------------------------------------
 def one_step(model, problem, rows):
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Full backward hook is firing")
@@ -358,24 +773,7 @@ def statistics_hidden(yours, draw, check):
           hint="see 13.5: after removing every handle no hook records.")
 
 
-# -- Exercise 6: checkpoint --------------------------------------------------------------------------------------------
-def steps(model, optimizer, problem, order):
-    """One step per batch of rows `order` (a list of index arrays), in training mode; the losses."""
-    model.train()
-    losses = []
-    for rows in order:
-        optimizer.zero_grad()
-        loss = nn.CrossEntropyLoss()(model(problem.x[rows]), problem.y[rows])
-        loss.backward()
-        optimizer.step()
-        losses.append(float(loss))
-    return losses
-
-
-def draw_batches(draw, problem, count):
-    return [np.array(draw.sample(range(problem.rows), 8)) for _ in range(count)]
-
-
+# -- Exercise: checkpoint ---------------------------------------------------------------------------------------------
 class Checkpointed:
     """A model trained a few steps, saved with the learner's save_checkpoint in a private folder."""
 

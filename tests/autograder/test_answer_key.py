@@ -65,7 +65,7 @@ def test_delegating_to_the_reference_earns_nothing(course, monkeypatch):
     if os.geteuid() == 0 and sandbox.namespaces_available():
         assert "file: PermissionError" in printed or "file: FileNotFoundError" in printed, printed
     # Without the defence: the kernel's modulecraft is the whole reference again.
-    monkeypatch.setattr(answer_key, "build", lambda chapter, cache=None: answer_key.REFERENCE.parent)
+    monkeypatch.setattr(answer_key, "build", lambda chapter, cache=None, kept=frozenset(): answer_key.REFERENCE.parent)
     score, printed = _graded(course, "delegates-again")
     assert score == 4
     assert "source of nn.Module.named_modules: the reference's" in printed

@@ -75,7 +75,8 @@ def test_the_answer_key_is_gone_from_the_grading_kernels_modulecraft(chapter, tm
         if isinstance(replaced, ast.ClassDef):
             assert ast.unparse(replaced.bases[0]).endswith(".Removed"), target
         else:
-            assert len(replaced.body) == 1 and f".call({name!r}" in ast.unparse(replaced.body[0]), target
+            seam = ast.unparse(replaced.body[0])  # a target several names share (capstone) routes between them
+            assert len(replaced.body) == 1 and (f".call({name!r}" in seam or f".call_routed({target!r}" in seam), target
         original = textwrap.dedent(inspect.getsource(probes.resolve(target)))
         statements = [ast.unparse(node) for node in ast.walk(ast.parse(original))
                       if isinstance(node, (ast.Return, ast.Raise, ast.If, ast.For, ast.While)) and

@@ -1,37 +1,159 @@
 """Typical mistakes in chapter 13 (the capstone); format in README.md."""
 
+# state_dict saving the children's entries before the module's own (the own save moved after the loop)
+CHILDREN_FIRST = [
+    ("    self._save_to_state_dict(destination, prefix, keep_vars)\n    for name, child in self._modules.items():\n",
+     "    for name, child in self._modules.items():\n"),
+    ("keep_vars=keep_vars)\n    return destination\n",
+     "keep_vars=keep_vars)\n    self._save_to_state_dict(destination, prefix, keep_vars)\n    return destination\n"),
+]
+
 WRONG_IMPLEMENTATIONS = [
+    # 13.1: one mechanism each (the chapters' slips, pasted)
     dict(
-        grade_id='c13_crafted',
+        grade_id='c13_mine_modules',
+        mistake='getattr-misses-buffers',
+        feedback="has no attribute 'running_mean'",
+        edits=[('    for container in ("_parameters", "_buffers", "_modules"):\n',
+                '    for container in ("_parameters", "_modules"):\n')],
+    ),
+    dict(
+        grade_id='c13_mine_modules',
+        mistake='persistent-inverted',
+        feedback='a non-persistent buffer',
+        edits=[("    if persistent:\n        self._non_persistent_buffers_set.discard(name)\n",
+                "    if not persistent:\n        self._non_persistent_buffers_set.discard(name)\n")],
+    ),
+    dict(
+        grade_id='c13_mine_walks',
         mistake='post-order-walk',
-        feedback='named_modules of a crafted Sequential',
-        edits=[
-            ("    yield prefix, self\n",
-             ""),
-            ("            yield from child.named_modules(memo, prefix + (\".\" if prefix else \"\") + name, remove_duplicate)\n",
-             "            yield from child.named_modules(memo, prefix + (\".\" if prefix else \"\") + name, remove_duplicate)\n"
-             "    yield prefix, self\n"),
-        ],
+        feedback='named_modules and named_parameters',
+        edits=[("    yield prefix, self\n    for name, child in self._modules.items():\n",
+                "    for name, child in self._modules.items():\n"),
+               ("        yield from child.named_modules(memo, child_prefix, remove_duplicate)\n",
+                "        yield from child.named_modules(memo, child_prefix, remove_duplicate)\n"
+                "    yield prefix, self\n")],
     ),
     dict(
-        grade_id='c13_crafted',
-        mistake='no-metadata',
-        feedback='state_dict keys and metadata',
-        edits=[
-            ("    destination._metadata[prefix[:-1]] = {\"version\": self._version}\n",
-             ""),
-        ],
+        grade_id='c13_mine_walks',
+        mistake='train-not-recursive',
+        feedback='the mode of every module',
+        edits=[("    for child in self.children():\n        child.train(mode)\n", "")],
     ),
     dict(
-        grade_id='c13_crafted',
+        grade_id='c13_mine_forward_hooks',
         mistake='hooks-skipped',
-        feedback='output with a forward hook',
-        edits=[
-            ("    if not (self._forward_pre_hooks or self._forward_hooks\n"
-             "            or registry._global_forward_pre_hooks or registry._global_forward_hooks):\n"
-             "        return self.forward(*args, **kwargs)\n",
-             "    return self.forward(*args, **kwargs)\n"),
-        ],
+        feedback='a pre-hook scaling its input',
+        edits=[("    if not (self._forward_pre_hooks or self._forward_hooks or global_pre or global_post):\n"
+                "        return self.forward(*args, **kwargs)\n", "    return self.forward(*args, **kwargs)\n")],
+    ),
+    dict(
+        grade_id='c13_mine_forward_hooks',
+        mistake='hook-result-ignored',
+        feedback="a hook's result replaces the output",
+        edits=[("            if result is not None:\n                output = result\n        return output\n",
+                "        return output\n")],
+    ),
+    dict(
+        grade_id='c13_mine_state_dict',
+        mistake='no-metadata',
+        feedback='_metadata',
+        edits=[('    destination._metadata[prefix[:-1]] = {"version": self._version}\n', "")],
+    ),
+    dict(
+        grade_id='c13_mine_state_dict',
+        mistake='children-first',
+        feedback='own entries come first',
+        edits=[*CHILDREN_FIRST],
+    ),
+    dict(
+        grade_id='c13_mine_lazy',
+        mistake='materialize-keeps-class',
+        feedback='a lazy model after its first call',
+        edits=[("    self.__class__ = self.cls_to_become\n\n\ndef _infer_parameters", "\n\ndef _infer_parameters")],
+    ),
+    dict(
+        grade_id='c13_mine_lazy',
+        mistake='no-reset-parameters',
+        feedback='reset_parameters',
+        edits=[("        self.reset_parameters()\n", "")],
+    ),
+    dict(
+        grade_id='c13_mine_recording',
+        mistake='records-under-no-grad',
+        feedback='under no_grad',
+        edits=[("    if not is_grad_enabled():\n        return False\n", "")],
+    ),
+    dict(
+        grade_id='c13_mine_recording',
+        mistake='edges-skip-grad-fn',
+        feedback='the losses of a few training steps',
+        edits=[("        elif x.grad_fn is not None:\n            found.append((x.grad_fn, x._output_nr))\n", "")],
+    ),
+    dict(
+        grade_id='c13_mine_engine',
+        mistake='grad-overwritten',
+        feedback='without zero_grad',
+        edits=[("    if variable._grad is None:\n", "    if True:\n")],
+    ),
+    dict(
+        grade_id='c13_mine_engine',
+        mistake='counted-once',
+        feedback='used twice',
+        edits=[("            dependencies[following] = dependencies.get(following, 0) + 1\n",
+                "            dependencies[following] = 1\n")],
+    ),
+    dict(
+        grade_id='c13_mine_engine',
+        mistake='walk-never-frees',
+        feedback='a second backward through the same graph',
+        edits=[("        if not retain_graph:\n            node.release_saved()\n", "")],
+    ),
+    dict(
+        grade_id='c13_mine_backward_hooks',
+        mistake='hook-function-marks-nothing',
+        feedback='they get zeros in grad_input',
+        edits=[("        ctx.mark_non_differentiable(*[arg for arg, needed in zip(args, ctx.needs_input_grad) if not needed])\n",
+                "")],
+    ),
+    dict(
+        grade_id='c13_mine_formulas',
+        mistake='bias-not-unbroadcast',
+        feedback='gradients of the cross-entropy',
+        edits=[("    grad_bias = unbroadcast(grad, self.bias_shape) if bias is not None else None\n",
+                "    grad_bias = grad if bias is not None else None\n")],
+    ),
+    dict(
+        grade_id='c13_mine_formulas',
+        mistake='relu-by-gradient-sign',
+        feedback='gradients of the cross-entropy',
+        edits=[("    return (grad * (out > 0),)\n", "    return (grad * (grad > 0),)\n")],
+    ),
+    dict(
+        grade_id='c13_mine_backward_hooks',
+        mistake='output-not-wrapped',
+        feedback='what the hooks saw at each step',
+        edits=[("    if backward_hook is not None:\n        result = backward_hook.setup_output_hook(result)\n", "")],
+    ),
+    dict(
+        grade_id='c13_mine_backward_hooks',
+        mistake='pre-hooks-dropped',
+        feedback='backward pre-hook',
+        edits=[("BackwardHook(self, full_backward_hooks, backward_pre_hooks)",
+                "BackwardHook(self, full_backward_hooks, [])")],
+    ),
+    dict(
+        grade_id='c13_mine_optimizer',
+        mistake='momentum-ignored',
+        feedback='after SGD steps',
+        edits=[("                        g = state[\"momentum_buffer\"]\n", "")],
+    ),
+    dict(
+        grade_id='c13_mine_optimizer',
+        mistake='stops-at-missing-grad',
+        feedback='frozen',
+        edits=[("                        continue\n                    g = p.grad\n",
+                "                        break\n                    g = p.grad\n")],
     ),
     dict(
         grade_id='c13_train_epoch',
@@ -221,12 +343,21 @@ WRONG_IMPLEMENTATIONS = [
     ),
     # Solutions that hand the exercise back to the reference: while grading, the reference's own is gone.
     dict(
-        grade_id='c13_crafted',
-        mistake='delegates-to-reference-crafted',
+        grade_id='c13_mine_walks',
+        mistake='delegates-to-reference-walks',
+        feedback='maximum recursion depth',
+        source=("def named_modules(self, *args, **kwargs):\n    return nn.Module.named_modules(self, *args, **kwargs)\n\n\n"
+                "def _named_members(self, *args, **kwargs):\n    return nn.Module._named_members(self, *args, **kwargs)\n\n\n"
+                "def named_children(self):\n    return nn.Module.named_children(self)\n\n\n"
+                "def train(self, mode=True):\n    return nn.Module.train(self, mode)\n\n\n"
+                "def eval(self):\n    return nn.Module.eval(self)"),
+    ),
+    dict(
+        grade_id='c13_mine_optimizer',
+        mistake='delegates-to-reference-optimizer',
         feedback='does not exist while grading',
-        source=("named_modules = nn.Module.named_modules\ntrain = nn.Module.train\n"
-                "_save_to_state_dict = nn.Module._save_to_state_dict\nstate_dict = nn.Module.state_dict\n"
-                "load_state_dict = nn.Module.load_state_dict\n_call_impl = nn.Module._call_impl"),
+        source=("class SGD(optim.SGD):\n    pass\n\n\n"
+                "def optimizer_state_dict(optimizer):\n    return optim.Optimizer.state_dict(optimizer)"),
     ),
     dict(
         grade_id='c13_train_epoch',
