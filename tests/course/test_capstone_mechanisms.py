@@ -219,3 +219,10 @@ def test_the_solved_notebook_trains_on_the_learners_code_in_every_row(monkeypatc
     printed = "".join(output.get("text", "") for output in resumed.outputs)
     assert "your code in every row: True" in printed and "same 44 losses: True" in printed
     assert "held-out accuracy, original and resumed: 0.98" in printed
+
+
+def test_a_test_cell_of_an_older_capstone_says_where_the_current_version_is():
+    """A workspace notebook from before the capstone's rewrite calls `run_tests("c13_crafted_visible")`."""
+    from autograder import probes
+    with pytest.raises(LookupError, match=r"older version of its chapter.*\.updated"):
+        probes.run_probe("c13_crafted_visible", None, 0)
