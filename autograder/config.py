@@ -48,16 +48,19 @@ def nbgrader_config(root: str | os.PathLike, course_id: str = COURSE_ID) -> Conf
     c.Execute.extra_arguments = ["--IPKernelApp.log_level=ERROR", GRADING_KERNEL_ARGUMENT, PLAIN_TRACEBACKS]
     c.NbGraderAPI.log_level = "WARN"
     # Feedback: the hidden tests' lines removed from the cells, test cells' errors (their verdicts) shown as
-    # "ErrorName: message", and every rich output shown as text (see autograder.feedback).
+    # "ErrorName: message", the text's cells that met the removed answer key explained, and every rich output
+    # shown as text (see autograder.feedback).
     c.GenerateFeedback.preprocessors = [
         "nbgrader.preprocessors.GetGrades",
         "nbgrader.preprocessors.ClearHiddenTests",
         "autograder.feedback.ReduceTestErrors",
+        "autograder.feedback.ExplainRemovedCode",
         "autograder.feedback.OutputsAsText",
         "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
     ]
     c.ClearHiddenTests.enabled = True
     c.ReduceTestErrors.enabled = True
+    c.ExplainRemovedCode.enabled = True
     c.OutputsAsText.enabled = True
     return c
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import binascii
 
+import nbformat
 from nbgrader import utils
 from nbgrader.preprocessors import NbGraderPreprocessor
 
@@ -44,6 +45,28 @@ class OutputsAsText(NbGraderPreprocessor):
             output["data"] = kept
             output["metadata"] = {}
         return cell, resources
+
+
+class ExplainRemovedCode(NbGraderPreprocessor):
+    """A cell of the chapter's text that runs before the learner's definitions uses modulecraft's own code for them,
+    which is removed while grading (`answer_key`): what it shows then (an error, or one it caught and printed) is
+    not the learner's doing, so the page says what happened instead of "not written yet" under a complete notebook."""
+
+    def preprocess_cell(self, cell, resources, index):
+        if (cell.cell_type == "code" and not utils.is_grade(cell) and not utils.is_solution(cell)
+                and any(REMOVED in _text_of(output) for output in cell.get("outputs", []))):
+            cell.outputs = [nbformat.v4.new_output("stream", name="stderr", text=(
+                "While grading, this cell ran on modulecraft without the code you write in this chapter (in your "
+                "JupyterLab it ran on modulecraft's own, before your definitions). Nothing here counts.\n"))]
+        return cell, resources
+
+
+REMOVED = "while grading"  # in the messages of `answer_key`'s seams and stubs
+
+
+def _text_of(output) -> str:
+    text = output.get("evalue") or output.get("text") or output.get("data", {}).get("text/plain", "")
+    return "".join(text) if isinstance(text, list) else str(text)
 
 
 def _is_base64(value) -> bool:

@@ -89,6 +89,9 @@ def _write(path, nb):
 def test_solved_notebook_gets_full_marks(chapter, graded):
     scores = graded(chapter).scores("solved", chapter)
     assert {gid: score for gid, (score, _) in scores.items()} == graded_cells(read_notebook(chapter))
+    # the text's cells that ran before the learner's definitions met the removed answer key: explained, not blamed
+    page = _text(graded(chapter).feedback_html("solved", chapter))
+    assert "not written yet" not in page and "does not exist while grading" not in page
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
