@@ -106,31 +106,3 @@ def test_backward_twice_through_indexing_raises_where_torch_does(index):
         return outcome(loss.backward, phrase), x.grad
 
     on_both(scenario)
-
-
-def test_float_of_a_tensor_requiring_grad_warns_once_per_process_as_torchs():
-    """float() of a tensor requiring grad warns (once: a training loop logging float(loss) warns at its first step);
-    int(), bool(), .item() and a detached tensor are silent. Each library in a fresh interpreter."""
-    script = """
-import warnings, sys
-if sys.argv[1] == "torch":
-    import torch
-    make = lambda: torch.tensor(2.0, requires_grad=True) * 2  # a loss: 0-d
-else:
-    from modulecraft.autograd import Tensor
-    make = lambda: Tensor(2.0, requires_grad=True) * 2
-seen = []
-for name, convert in [("int", int), ("bool", bool), ("item", lambda t: t.item()),
-                      ("detached", lambda t: float(t.detach())), ("float", float), ("float again", float)]:
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        convert(make())
-    seen.append((name, [str(w.message).split(chr(10))[0] for w in caught]))
-print(seen)
-"""
-    import subprocess
-    import sys
-    runs = {lib: subprocess.run([sys.executable, "-c", script, lib], capture_output=True, text=True, check=True).stdout
-            for lib in ("torch", "modulecraft")}
-    assert "Converting a tensor with requires_grad=True to a scalar" in runs["torch"]
-    assert runs["modulecraft"] == runs["torch"]

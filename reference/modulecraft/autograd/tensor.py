@@ -51,7 +51,6 @@ from modulecraft.utils.hooks import RemovableHandle
 __all__ = ["Tensor", "tensor"]
 
 NO_EDGE = (None, 0)
-_warned_float_of_grad = False
 _grad_state = grad_mode.state
 
 
@@ -267,15 +266,6 @@ class Tensor(np.ndarray):
         elif self._requires_grad:
             text += ", requires_grad=True"
         return text + ")"
-
-    def __float__(self) -> float:
-        global _warned_float_of_grad
-        if self._requires_grad and not _warned_float_of_grad:  # torch warns once per process, for float() only
-            _warned_float_of_grad = True
-            warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to unexpected "
-                          "behavior.\nConsider using tensor.detach() first.", UserWarning, stacklevel=2)
-        values = self.view(np.ndarray)
-        return float(values.item() if values.size == 1 else values)  # one element of any shape, as torch's
 
     def __deepcopy__(self, memo):
         if self._grad_fn is not None:
