@@ -111,7 +111,7 @@ def steps(model, optimizer, problem, order):
     model.train()
     losses = []
     for rows in order:
-        optimizer.zero_grad()
+        model.zero_grad()
         loss = nn.CrossEntropyLoss()(model(problem.x[rows]), problem.y[rows])
         loss.backward()
         optimizer.step()
@@ -649,7 +649,7 @@ def warmed(problem, steps=2):
     model = problem.model()
     optimizer = make_optimizer(model.parameters())
     for start in range(0, steps * 8, 8):
-        optimizer.zero_grad()
+        model.zero_grad()
         nn.CrossEntropyLoss()(model(problem.x[start:start + 8]), problem.y[start:start + 8]).backward()
         optimizer.step()
     return model

@@ -160,7 +160,7 @@ WRONG_IMPLEMENTATIONS = [
         mistake='no-zero-grad',
         feedback='losses of two epochs',
         edits=[
-            ("        optimizer.zero_grad()\n",
+            ("        model.zero_grad()\n",
              ""),
         ],
     ),
@@ -169,10 +169,10 @@ WRONG_IMPLEMENTATIONS = [
         mistake='zero-grad-after-backward',
         feedback='losses of two epochs',
         edits=[
-            ("        optimizer.zero_grad()\n",
+            ("        model.zero_grad()\n",
              ""),
             ("        loss.backward()\n",
-             "        loss.backward()\n        optimizer.zero_grad()\n"),
+             "        loss.backward()\n        model.zero_grad()\n"),
         ],
     ),
     dict(
