@@ -524,6 +524,10 @@ def backward_hooks_visible(yours, draw, check):
         check("what the hooks saw at each step: (layer, norms of grad_input, norm of grad_output[0])",
               lambda: record, close=True,
               hint=hint(mechanism, "the last layer's hook first; the first layer's input needs no gradient: None."))
+        check(LOSSES + ", then the gradients after model.zero_grad() (your chapter 11 zero_grad)",
+              lambda: (lambda model, optimizer, losses: (losses, model.zero_grad(), gradients(model))[::2])(
+                  *scenario.trained()), close=True,
+              hint=hint(mechanism, "zero_grad() sets the .grad of every parameter, its children's too, to None."))
 
 
 @probe("c13_mine_backward_hooks_hidden")
@@ -555,6 +559,15 @@ def backward_hooks_hidden(yours, draw, check):
               "grad_input it saw, the first tensor's gradient)", two_inputs, close=True,
               hint=hint(mechanism, "BackwardHookFunction marks the inputs that need no gradient non-differentiable: "
                                    "next to one that does, they get zeros in grad_input."))
+
+        def zeroed_in_place():
+            model = scenario.trained()[0]
+            before = [p.grad for p in model.parameters()]
+            model.zero_grad(set_to_none=False)
+            return [p.grad is grad for p, grad in zip(model.parameters(), before)], gradients(model)
+        check("after training steps, model.zero_grad(set_to_none=False): (each parameter's .grad still the same "
+              "array?, the gradients)", zeroed_in_place, close=True,
+              hint=hint(mechanism, "zero_grad(set_to_none=False) fills each existing .grad with zeros in place."))
 
 
 class Product(nn.Module):
