@@ -139,8 +139,8 @@ WRONG_IMPLEMENTATIONS = [
         grade_id='c13_mine_backward_hooks',
         mistake='zero-grad-zeros-instead-of-none',
         feedback='after model.zero_grad()',
-        edits=[("            if set_to_none:\n                p.grad = None\n            else:\n                p.grad[...] = 0\n",
-                "            p.grad[...] = 0\n")],
+        edits=[("            if set_to_none:\n                p.grad = None\n            else:\n                p.grad[...] = 0",
+                "            p.grad[...] = 0")],
     ),
     dict(
         grade_id='c13_mine_backward_hooks',
