@@ -511,6 +511,10 @@ def backward_hooks_visible(yours, draw, check):
     mechanism = "backward hooks in _call_impl (11)"
     scenario = Scenario(draw)
     with mine(yours, mechanism, check) as check:
+        check(LOSSES + ", then the gradients after model.zero_grad() (your chapter 11 zero_grad)",
+              lambda: (lambda model, optimizer, losses: (losses, model.zero_grad(), gradients(model))[::2])(
+                  *scenario.trained()), close=True,
+              hint=hint(mechanism, "zero_grad() sets the .grad of every parameter, its children's too, to None."))
         record = []
 
         def hooked():
@@ -524,10 +528,6 @@ def backward_hooks_visible(yours, draw, check):
         check("what the hooks saw at each step: (layer, norms of grad_input, norm of grad_output[0])",
               lambda: record, close=True,
               hint=hint(mechanism, "the last layer's hook first; the first layer's input needs no gradient: None."))
-        check(LOSSES + ", then the gradients after model.zero_grad() (your chapter 11 zero_grad)",
-              lambda: (lambda model, optimizer, losses: (losses, model.zero_grad(), gradients(model))[::2])(
-                  *scenario.trained()), close=True,
-              hint=hint(mechanism, "zero_grad() sets the .grad of every parameter, its children's too, to None."))
 
 
 @probe("c13_mine_backward_hooks_hidden")
