@@ -111,7 +111,7 @@ def steps(model, optimizer, problem, order):
     model.train()
     losses = []
     for rows in order:
-        optimizer.zero_grad()
+        model.zero_grad()
         loss = nn.CrossEntropyLoss()(model(problem.x[rows]), problem.y[rows])
         loss.backward()
         optimizer.step()
@@ -511,6 +511,10 @@ def backward_hooks_visible(yours, draw, check):
     mechanism = "backward hooks in _call_impl (11)"
     scenario = Scenario(draw)
     with mine(yours, mechanism, check) as check:
+        check(LOSSES + ", then the gradients after model.zero_grad() (your chapter 11 zero_grad)",
+              lambda: (lambda model, optimizer, losses: (losses, model.zero_grad(), gradients(model))[::2])(
+                  *scenario.trained()), close=True,
+              hint=hint(mechanism, "zero_grad() sets the .grad of every parameter, its children's too, to None."))
         record = []
 
         def hooked():
@@ -555,6 +559,15 @@ def backward_hooks_hidden(yours, draw, check):
               "grad_input it saw, the first tensor's gradient)", two_inputs, close=True,
               hint=hint(mechanism, "BackwardHookFunction marks the inputs that need no gradient non-differentiable: "
                                    "next to one that does, they get zeros in grad_input."))
+
+        def zeroed_in_place():
+            model = scenario.trained()[0]
+            before = [p.grad for p in model.parameters()]
+            model.zero_grad(set_to_none=False)
+            return [p.grad is grad for p, grad in zip(model.parameters(), before)], gradients(model)
+        check("after training steps, model.zero_grad(set_to_none=False): (each parameter's .grad still the same "
+              "array?, the gradients)", zeroed_in_place, close=True,
+              hint=hint(mechanism, "zero_grad(set_to_none=False) fills each existing .grad with zeros in place."))
 
 
 class Product(nn.Module):
@@ -649,7 +662,7 @@ def warmed(problem, steps=2):
     model = problem.model()
     optimizer = make_optimizer(model.parameters())
     for start in range(0, steps * 8, 8):
-        optimizer.zero_grad()
+        model.zero_grad()
         nn.CrossEntropyLoss()(model(problem.x[start:start + 8]), problem.y[start:start + 8]).backward()
         optimizer.step()
     return model

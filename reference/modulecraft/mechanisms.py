@@ -83,6 +83,7 @@ MECHANISMS: dict[str, dict[str, str]] = {
     "backward hooks in _call_impl (11)": {
         "BackwardHookFunction": "modulecraft.nn.modules._functions:BackwardHookFunction",
         "call_impl": f"{MODULE}:Module._call_impl",
+        "zero_grad": f"{MODULE}:Module.zero_grad",
     },
     "optimizer (12)": {
         "SGD": "modulecraft.optim.sgd:SGD",

@@ -71,7 +71,7 @@ def train(epochs=2):
         order = np.random.default_rng(epoch).permutation(1400)
         for start in range(0, 1400, 64):
             rows = order[start:start + 64]
-            optimizer.zero_grad()
+            model.zero_grad()
             nn.CrossEntropyLoss()(model(x[rows]), y[rows]).backward()
             optimizer.step()
     twin = nn.Sequential(nn.LazyLinear(32), nn.LazyBatchNorm1d(), nn.ReLU(), nn.LazyLinear(10))

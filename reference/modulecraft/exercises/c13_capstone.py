@@ -15,7 +15,7 @@ def train_epoch(model, optimizer, loss_fn, x, y, batch_size=64, seed=0):
     losses = []
     for start in range(0, len(order), batch_size):
         batch = order[start:start + batch_size]
-        optimizer.zero_grad()
+        model.zero_grad()
         loss = loss_fn(model(x[batch]), y[batch])
         loss.backward()
         optimizer.step()

@@ -137,6 +137,20 @@ WRONG_IMPLEMENTATIONS = [
     ),
     dict(
         grade_id='c13_mine_backward_hooks',
+        mistake='zero-grad-zeros-instead-of-none',
+        feedback='after model.zero_grad()',
+        edits=[("            if set_to_none:\n                p.grad = None\n            else:\n                p.grad[...] = 0",
+                "            p.grad[...] = 0")],
+    ),
+    dict(
+        grade_id='c13_mine_backward_hooks',
+        mistake='zero-grad-skips-children',
+        feedback='after model.zero_grad()',
+        edits=[("def zero_grad(self, set_to_none=True):\n    for p in self.parameters():\n",
+                "def zero_grad(self, set_to_none=True):\n    for p in self.parameters(recurse=False):\n")],
+    ),
+    dict(
+        grade_id='c13_mine_backward_hooks',
         mistake='pre-hooks-dropped',
         feedback='backward pre-hook',
         edits=[("BackwardHook(self, full_backward_hooks, backward_pre_hooks)",
@@ -160,7 +174,7 @@ WRONG_IMPLEMENTATIONS = [
         mistake='no-zero-grad',
         feedback='losses of two epochs',
         edits=[
-            ("        optimizer.zero_grad()\n",
+            ("        model.zero_grad()\n",
              ""),
         ],
     ),
@@ -169,10 +183,10 @@ WRONG_IMPLEMENTATIONS = [
         mistake='zero-grad-after-backward',
         feedback='losses of two epochs',
         edits=[
-            ("        optimizer.zero_grad()\n",
+            ("        model.zero_grad()\n",
              ""),
             ("        loss.backward()\n",
-             "        loss.backward()\n        optimizer.zero_grad()\n"),
+             "        loss.backward()\n        model.zero_grad()\n"),
         ],
     ),
     dict(
