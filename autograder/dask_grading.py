@@ -14,9 +14,17 @@ gradebook whatever happens on the workers:
 - a worker that cannot grade (the project not installed, another grader version, no sandbox): named, and left
   out of the run (its tasks need a resource only prepared workers offer).
 
+- every worker able to grade gone (killed, a Slurm job's time up): the run says that it waits for workers, and
+  goes on as soon as new ones join and are prepared (`dask_plugin.RunOnScheduler` hands them the waiting tasks);
+  after `WORKER_TIMEOUT` seconds without one it ends, saying so;
+- the connection to the scheduler broken: Dask's client reconnects within `CONNECT_TIMEOUT` seconds and the
+  submissions it was waiting for are sent again (Dask cancels them on a break); a longer break ends the run with
+  one line and the command that grades what is left (the submissions graded so far are kept).
+
 At the end of the run (also on Ctrl-C) the plugin is unregistered: the scheduler no longer holds the course,
 and each worker removes the course's scratch folder unless another run still grades it. Should the coordinator
-die first, a scheduler plugin of the run (`dask_plugin.ForgetRunWithItsClient`) does it when its client leaves.
+die first, the run's scheduler plugin (`dask_plugin.RunOnScheduler`) does it once its client has been gone for
+`FORGET_AFTER` seconds.
 
 Workers need the same repository checkout and virtualenv as the coordinator (the kernels import
 `modulecraft` and `autograder` from it); the chapters' source files and the course's gradebook structure
@@ -49,8 +57,9 @@ from .workers import CourseBundle, GradedSubmission, Task, grade_task, grader_ve
 SCHEDULER_ENV_VAR = "MODULECRAFT_DASK_SCHEDULER"
 RETRIES = 2  # a task that raised runs again, on any worker
 IN_FLIGHT = 1000  # tasks on the cluster at once: enough for hundreds of workers, a bounded memory on the scheduler
-CONNECT_TIMEOUT = 20  # seconds for a scheduler to answer
-WORKER_TIMEOUT = 600  # seconds to wait for a first worker able to grade (Slurm jobs may queue a while)
+CONNECT_TIMEOUT = 20  # seconds for a scheduler to answer; also how long a broken connection may take to come back
+FORGET_AFTER = CONNECT_TIMEOUT + 10  # seconds the scheduler keeps a run whose coordinator left (it may reconnect)
+WORKER_TIMEOUT = 600  # seconds to wait for a worker able to grade (Slurm jobs may queue a while)
 CHECK_WORKERS_EVERY = 5.0  # seconds between looks for workers that joined and cannot grade
 PRELOAD = "autograder.dask_preload"  # no HTTP server on our schedulers and workers (see that module)
 
@@ -124,6 +133,7 @@ class Workers:
     def __init__(self, client: Client, run: str, say: Callable[[str], None]):
         self.client, self.run, self.say = client, run, say
         self.left_out: dict[str, str] = {}
+        self.none_since: float | None = None  # when the last worker able to grade was lost
 
     def fit(self) -> list[str]:
         """Addresses of the workers prepared for the run; names and leaves out those that cannot grade it."""
@@ -138,6 +148,22 @@ class Workers:
                 name = str(info.get(address, {}).get("name", address))
                 self.say(f"left out worker {name if name == address else f'{name} ({address})'}: {reason}")
         return fit
+
+    def watch(self, left: int) -> None:
+        """The periodic look while grading: names the workers that joined and cannot grade, and says when no worker
+        able to grade is left (the run waits for new ones) and when grading goes on; `ClusterError` after
+        `WORKER_TIMEOUT` seconds without one."""
+        fit = self.fit()
+        if fit and self.none_since is not None:
+            self.say(f"grading on {len(fit)} worker(s) again")
+            self.none_since = None
+        elif not fit and self.none_since is None:
+            self.say(f"no worker able to grade is left ({left} submission(s) to go): waiting for workers to join")
+            self.none_since = time.monotonic()
+        elif not fit and time.monotonic() - self.none_since > WORKER_TIMEOUT:
+            raise ClusterError(f"no worker able to grade for {WORKER_TIMEOUT} s, with {left} submission(s) not "
+                               "graded yet: start workers, then run the same command again (without --force) to "
+                               "grade just those")
 
     def wait_for_one(self, timeout: float = WORKER_TIMEOUT) -> int:
         """The number of workers able to grade, once there is one; `ClusterError` if every worker that joined
@@ -167,8 +193,8 @@ def grade(scheduler: str, bundle: CourseBundle, tasks: Iterator[Task], workers: 
     run = f"modulecraft-{bundle.sha256[:12]}-{uuid.uuid4().hex[:8]}"  # this run's plugin, resource and keys
     with connect(scheduler, workers, say) as client:
         say(f"preparing {len(client.scheduler_info(n_workers=-1)['workers'])} worker(s) for the course")
-        forget = dask_plugin.ForgetRunWithItsClient(client.id, run)
-        client.register_plugin(forget, name=forget.name)  # should this process die before the end of the run
+        on_scheduler = dask_plugin.RunOnScheduler(client.id, run, grace=FORGET_AFTER)
+        client.register_plugin(on_scheduler, name=on_scheduler.name)
         try:
             client.register_plugin(dask_plugin.PrepareCourse(pickle.dumps(bundle), run, grader_version()),
                                    name=run)
@@ -177,13 +203,14 @@ def grade(scheduler: str, bundle: CourseBundle, tasks: Iterator[Task], workers: 
         try:
             cluster = Workers(client, run, say)
             say(f"grading on {cluster.wait_for_one()} worker(s)")
-            yield from _run(client, run, tasks, cluster)
+            yield from _run(client, run, tasks, cluster, scheduler)
         finally:
-            client.unregister_worker_plugin(run)  # the course leaves the scheduler and the workers' disks
-            client.unregister_scheduler_plugin(forget.name)
+            if client.status == "running":  # else the scheduler forgets the run by itself, FORGET_AFTER s later
+                client.unregister_worker_plugin(run)  # the course leaves the scheduler and the workers' disks
+                client.unregister_scheduler_plugin(on_scheduler.name)
 
 
-def _run(client: Client, run: str, tasks: Iterator[Task], cluster: Workers):
+def _run(client: Client, run: str, tasks: Iterator[Task], cluster: Workers, scheduler: str):
     running = {}
 
     def send(task: Task):
@@ -195,13 +222,19 @@ def _run(client: Client, run: str, tasks: Iterator[Task], cluster: Workers):
     completed = as_completed([send(task) for task in itertools.islice(tasks, IN_FLIGHT)])
     checked = time.monotonic()
     while not completed.is_empty():
-        if time.monotonic() - checked > CHECK_WORKERS_EVERY:
-            cluster.fit()  # names the workers that joined and cannot grade
+        if client.status == "running" and (time.monotonic() - checked > CHECK_WORKERS_EVERY
+                                           or (cluster.none_since is not None and completed.has_ready())):
+            cluster.watch(len(running))
             checked = time.monotonic()
         if not completed.has_ready():
             time.sleep(0.05)
             continue
         future = next(completed)
+        task = running.pop(future)
+        if future.status == "cancelled":  # the connection to the scheduler broke: Dask cancels what it waited for
+            _reconnected(client, scheduler, len(running) + 1)
+            completed.add(send(task))
+            continue
         upcoming = next(tasks, None)
         if upcoming is not None:
             completed.add(send(upcoming))
@@ -209,4 +242,15 @@ def _run(client: Client, run: str, tasks: Iterator[Task], cluster: Workers):
             result = future.result()
         except Exception as error:  # KilledWorker, or what the task raised on its last retry
             result = error
-        yield running.pop(future), result
+        yield task, result
+
+
+def _reconnected(client: Client, scheduler: str, left: int) -> None:
+    """Return once Dask's client has its connection to the scheduler back; `ClusterError` if it gave up."""
+    deadline = time.monotonic() + CONNECT_TIMEOUT + 5
+    while client.status != "running":
+        if client.status in ("closing", "closed") or time.monotonic() > deadline:
+            raise ClusterError(f"lost the connection to the Dask scheduler at {scheduler} for over "
+                               f"{CONNECT_TIMEOUT} s, with {left} submission(s) of this run not graded yet: run the "
+                               "same command again (without --force) to grade just those; what was graded is kept")
+        time.sleep(0.1)

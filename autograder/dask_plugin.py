@@ -45,6 +45,7 @@ class PrepareCourse(WorkerPlugin):
             setattr(worker, UNFIT, reasons)
             return
         await worker.set_resources(**{self.resource: 1})
+        worker.log_event(self.resource, {"prepared": True})  # `RunOnScheduler` hands it the run's waiting tasks
 
     async def teardown(self, worker) -> None:
         getattr(worker, UNFIT, {}).pop(self.resource, None)
@@ -56,17 +57,43 @@ class PrepareCourse(WorkerPlugin):
             await worker.set_resources(**{self.resource: 0})
 
 
-class ForgetRunWithItsClient(SchedulerPlugin):
-    """On the scheduler: when the coordinator of run `run` disconnects without having ended it (killed with
-    SIGKILL, a lost network), unregisters the run's worker plugin, so that the course leaves the scheduler and
-    the workers' disks all the same."""
+class RunOnScheduler(SchedulerPlugin):
+    """On the scheduler, for run `run` of the coordinator `client_id`:
 
-    def __init__(self, client_id: str, run: str):
-        self.client_id, self.run, self.name = client_id, run, f"{run}-forget"
+    - gives the run's waiting tasks to a worker as soon as it is prepared. Dask looks for a worker for tasks that
+      found none ("no-worker") when a worker joins, not when a worker already there gains a resource; a worker
+      joins before the run prepares it, so a run that lost every prepared worker would wait forever for the new
+      ones. `PrepareCourse` logs an event under the run's name once its worker offers the resource;
+    - forgets the run when its coordinator is gone for good (killed with SIGKILL, a lost network): its worker
+      plugin unregistered, so that the course leaves the scheduler and the workers' disks all the same. A client
+      whose connection broke comes back under the same id within `grace` seconds (Dask's client tries for as
+      long as its connect timeout): the run goes on."""
+
+    def __init__(self, client_id: str, run: str, grace: float):
+        self.client_id, self.run, self.grace, self.name = client_id, run, grace, f"{run}-scheduler"
+        self._forget = None  # the pending forget of a coordinator that left
+
+    async def start(self, scheduler) -> None:
+        self.scheduler = scheduler
+
+    def log_event(self, topic: str, msg) -> None:
+        if topic != self.run or not isinstance(msg, dict):
+            return
+        worker = self.scheduler.workers.get(msg.get("worker"))
+        if worker is not None and worker in self.scheduler.running:
+            self.scheduler.transitions(self.scheduler.bulk_schedule_unrunnable_after_adding_worker(worker),
+                                       stimulus_id=f"{self.run}-prepared-{worker.address}")
 
     def remove_client(self, scheduler, client: str) -> None:
-        if client != self.client_id:
-            return
+        if client == self.client_id and self._forget is None:
+            self._forget = asyncio.get_running_loop().call_later(self.grace, self._forget_run, scheduler)
+
+    def add_client(self, scheduler, client: str) -> None:
+        if client == self.client_id and self._forget is not None:
+            self._forget.cancel()
+            self._forget = None
+
+    def _forget_run(self, scheduler) -> None:
         scheduler.remove_plugin(name=self.name)
         if self.run in scheduler.worker_plugins:
             asyncio.ensure_future(scheduler.unregister_worker_plugin(None, self.run))
