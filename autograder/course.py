@@ -92,9 +92,10 @@ class Course:
 
     # -- grading ----------------------------------------------------------------------------------------
     def grade(self, students=None, chapters=None, *, workers: int | None = None, progress=None,
-              force: bool = False, scheduler: str | None = None) -> GradingReport:
+              force: bool = False, scheduler=None) -> GradingReport:
         """Autograde the submissions of `students` x `chapters` (default: all) in parallel, safely: on this
-        machine, or on the Dask cluster at `scheduler` ("local": a LocalCluster of `workers` processes)."""
+        machine, or on the Dask cluster at `scheduler`: an address, a cluster object (dask-jobqueue's, with its TLS
+        settings), or "local" for a LocalCluster of `workers` processes."""
         students = [students] if isinstance(students, str) else (students or self.students())
         jobs = [(student, chapter) for chapter in self._chapters(chapters) for student in students
                 if self.submission_path(student, chapter).exists()]

@@ -1,7 +1,7 @@
 """Grading on a Dask cluster: the same worker code as the local pool, on as many machines as the class needs.
 
-`grade(scheduler, bundle, tasks)` connects to the scheduler at `scheduler` (`tcp://host:8786`), or starts a
-`LocalCluster` for "local", registers a worker plugin of this run (`dask_plugin.PrepareCourse`, named after the
+`grade(scheduler, bundle, tasks)` connects to the scheduler at `scheduler` (`tcp://host:8786`, or a cluster object
+of dask-jobqueue or dask-kubernetes, which brings its TLS settings), or starts a `LocalCluster` for "local", registers a worker plugin of this run (`dask_plugin.PrepareCourse`, named after the
 course's fingerprint and the run) that prepares every worker, also those that join later, and submits one task
 per submission. Several runs and several courses share a cluster: each run has its own plugin, Dask resource
 and task keys, each course its own scratch folder on a worker. Results come back as they finish; the
@@ -108,6 +108,11 @@ def connect(scheduler: str, workers: int | None = None, say: Callable[[str], Non
             ) -> Iterator[Client]:
     """A client of the cluster at `scheduler`, or of a new LocalCluster of `workers` one-thread processes on
     loopback, without HTTP servers."""
+    if not isinstance(scheduler, str):  # a cluster object (dask-jobqueue's, dask-kubernetes'), with its security
+        say(f"connecting to the Dask scheduler at {scheduler.scheduler_address}")
+        with Client(scheduler, timeout=CONNECT_TIMEOUT) as client:
+            yield client
+        return
     if scheduler != "local":
         say(f"connecting to the Dask scheduler at {scheduler}")
         check_scheduler(scheduler)
@@ -203,7 +208,7 @@ def grade(scheduler: str, bundle: CourseBundle, tasks: Iterator[Task], workers: 
         try:
             cluster = Workers(client, run, say)
             say(f"grading on {cluster.wait_for_one()} worker(s)")
-            yield from _run(client, run, tasks, cluster, scheduler)
+            yield from _run(client, run, tasks, cluster, client.scheduler.address)
         finally:
             if client.status == "running":  # else the scheduler forgets the run by itself, FORGET_AFTER s later
                 client.unregister_worker_plugin(run)  # the course leaves the scheduler and the workers' disks

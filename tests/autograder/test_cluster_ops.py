@@ -122,9 +122,10 @@ def test_workers_that_cannot_grade_are_named_left_out_and_the_course_leaves_the_
                                                                                       make_toy_course, tmp_path):
     bare = bare_python(tmp_path / "bare")
     processes([str(bare), "-m", "distributed.cli.dask_worker", cluster.address, "--name", "no-project",
-               "--host", "127.0.0.1", "--nthreads", "1", "--no-dashboard"], cwd=tmp_path)
+               "--host", "127.0.0.1", "--nthreads", "1", "--no-dashboard", "--dashboard-address", "127.0.0.1:0"],
+              cwd=tmp_path)
     processes([sys.executable, "-m", "distributed.cli.dask_worker", cluster.address, "--name", "behind",
-               "--host", "127.0.0.1", "--nthreads", "1", "--no-dashboard"],
+               "--host", "127.0.0.1", "--nthreads", "1", "--no-dashboard", "--dashboard-address", "127.0.0.1:0"],
               env=dict(os.environ, PYTHONPATH=str(old_checkout(tmp_path / "old"))), cwd=tmp_path)
     wait_for_workers(cluster.address, 3)
     course = make_toy_course(tmp_path / "grading")
@@ -245,7 +246,8 @@ def test_a_coordinator_killed_mid_run_leaves_nothing_of_the_course_on_the_cluste
     coordinator.kill()
     coordinator.wait(timeout=30)
     with Client(cluster.address) as client:
-        for _ in range(120):  # the scheduler sees the client leave, the worker finishes its notebook
+        deadline = time.monotonic() + dask_grading.FORGET_AFTER + 60
+        while time.monotonic() < deadline:  # the scheduler waits for the client to come back, then forgets the run
             plugins = client.run_on_scheduler(lambda dask_scheduler: [*dask_scheduler.worker_plugins,
                                                                       *dask_scheduler.plugins])
             if not [name for name in plugins if name.startswith("modulecraft")] and \

@@ -58,7 +58,10 @@ class Said:
             time.sleep(0.05)
 
     def end(self, timeout: float) -> tuple[int, str, str]:
-        stdout, _ = self.process.communicate(timeout=timeout)
+        try:
+            stdout, _ = self.process.communicate(timeout=timeout)
+        finally:
+            self.process.kill()  # a coordinator that did not end in time does not outlive the test
         self.reader.join(timeout=5)
         return self.process.returncode, stdout, "".join(self.lines)
 

@@ -147,13 +147,15 @@ def test_a_worker_killed_mid_notebook_leaves_every_submission_graded_exactly_onc
     address = f"tcp://127.0.0.1:{free_port()}"
     dask = [sys.executable, "-m", "distributed.cli.dask_worker"]
     processes([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
-               "--port", address.rsplit(":", 1)[1], "--no-dashboard"])
+               "--port", address.rsplit(":", 1)[1], "--no-dashboard", "--dashboard-address", "127.0.0.1:0",
+               "--preload", "autograder.dask_preload"])
     workers, scratch = {}, {}
     for name in ("wa", "wb"):  # separate folders, as separate machines would have
         scratch[name] = tmp_path / name / "scratch"
         env = dict(os.environ, **{SCRATCH_ENV_VAR: str(scratch[name])})
         workers[name] = processes([*dask, address, "--name", name, "--nthreads", "1", "--host", "127.0.0.1",
-                                   "--no-dashboard", "--local-directory", str(tmp_path / name),
+                                   "--no-dashboard", "--dashboard-address", "127.0.0.1:0",
+                                   "--local-directory", str(tmp_path / name),
                                    "--preload", "autograder.dask_preload"], env=env)
     wait_for_workers(address, 2)
 
@@ -193,6 +195,7 @@ def test_a_worker_killed_mid_notebook_leaves_every_submission_graded_exactly_onc
     assert (left_behind / "source" / "90_toy" / "90_toy.ipynb").exists()
     env = dict(os.environ, **{SCRATCH_ENV_VAR: str(scratch[killed[0]])})
     processes([*dask, address, "--name", "again", "--nthreads", "1", "--host", "127.0.0.1", "--no-dashboard",
+               "--dashboard-address", "127.0.0.1:0",
                "--local-directory", str(tmp_path / "again"), "--preload", "autograder.dask_preload"], env=env)
     wait_for_workers(address, 2)
     assert not left_behind.exists()
@@ -238,7 +241,8 @@ class CourseThatRecords:
         return grading.GradingReport([])
 
 
-def test_the_slurm_snippet_starts_one_thread_workers_with_the_checkouts_python(monkeypatch):
+def test_the_slurm_snippet_starts_one_thread_workers_with_the_checkouts_python_on_one_interface_with_tls(
+        monkeypatch, tmp_path):
     jobqueue = pytest.importorskip("dask_jobqueue", reason="the test extra installs dask-jobqueue")
     scripts = []
 
@@ -249,15 +253,23 @@ def test_the_slurm_snippet_starts_one_thread_workers_with_the_checkouts_python(m
     monkeypatch.setattr(jobqueue, "SLURMCluster", SLURMClusterWithoutSlurm)
     monkeypatch.setattr("autograder.course.Course", CourseThatRecords)
     monkeypatch.setattr(CourseThatRecords, "runs", [])
-    exec(instructors_snippet("**Slurm**"), {})
+    snippet = instructors_snippet("**Slurm**")
+    assert 'interface="ib0"' in snippet
+    shared = tmp_path / "dask"  # the guide's shared folder for the run's TLS key, and this machine's loopback
+    shared.mkdir(mode=0o700)
+    exec(snippet.replace('"ib0"', '"lo"').replace("/path/to/modulecraft/.grading/dask", str(shared)), {})
 
     [(root, options)] = CourseThatRecords.runs
     assert root == ".grading" and len(scripts) == 40
+    cluster = options["scheduler"]  # the cluster object: the coordinator's client gets its TLS settings
+    assert cluster.scheduler_address.startswith("tls://127.0.0.1:") and cluster.security.require_encryption
     lines = scripts[0].splitlines()
     assert "#SBATCH --cpus-per-task=1" in lines
     worker = next(line.split() for line in lines if "dask_worker" in line)
     assert lines.index("cd /path/to/modulecraft") < lines.index(" ".join(worker))
-    assert worker[:4] == [".venv/bin/python", "-m", "distributed.cli.dask_worker", options["scheduler"]]
+    assert worker[:4] == [".venv/bin/python", "-m", "distributed.cli.dask_worker", cluster.scheduler_address]
+    assert worker[worker.index("--interface") + 1] == "lo" and worker[worker.index("--protocol") + 1] == "tls://"
+    assert Path(worker[worker.index("--tls-key") + 1]).parent == shared
     assert worker.count("--nthreads") == 1 and worker[worker.index("--nthreads") + 1] == "1"
     assert worker[worker.index("--local-directory") + 1] == "$TMPDIR"
     assert worker[worker.index("--preload") + 1] == "autograder.dask_preload"  # no HTTP server
@@ -317,3 +329,17 @@ def test_a_local_cluster_listens_on_loopback_only_and_serves_no_http():
         dask_ports = [int(address.rsplit(":", 1)[1]) for address in (client.scheduler.address, worker, info["nanny"])]
     assert {ip for ip, _ in sockets} == {"127.0.0.1"}
     assert sorted(port for _, port in sockets) == sorted(dask_ports)
+
+
+def test_a_cluster_object_brings_its_tls_settings(make_toy_course, short_limits, tmp_path):
+    """As the Slurm snippet does: `grade(scheduler=cluster)` with a cluster whose TLS key was made for the run."""
+    from distributed import LocalCluster
+    course = make_toy_course(tmp_path / "grading")
+    synthetic.write(synthetic.solved(course, "90_toy"), tmp_path / "in.ipynb")
+    course.submit("ada", "90_toy", tmp_path / "in.ipynb")
+    with LocalCluster(n_workers=1, threads_per_worker=1, host="127.0.0.1", security=True,
+                      dashboard_address="127.0.0.1:0", scheduler_kwargs={"preload": [dask_grading.PRELOAD]},
+                      preload=[dask_grading.PRELOAD]) as cluster:
+        assert cluster.scheduler_address.startswith("tls://")
+        report = course.grade(scheduler=cluster)
+    assert not report.failed and [o.score for o in report.outcomes] == [5.0]
