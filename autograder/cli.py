@@ -49,6 +49,9 @@ def main(argv=None) -> int:
     p.add_argument("--roster", type=Path, help="canvas: Canvas's gradebook export, to map student ids to Canvas")
     p.add_argument("--roster-key", default="SIS Login ID",
                    help="canvas: the roster column that holds our student ids (default: SIS Login ID)")
+    p.add_argument("--roster-is-current", action="store_true",
+                   help="canvas: the roster was exported from Canvas after every file you imported there (a score "
+                        "removed in Canvas on purpose then stays removed)")
     p.add_argument("--chapter", action="append",
                    help="only this chapter (repeatable; default: plain, every chapter; canvas, the released ones)")
 
@@ -107,7 +110,8 @@ def cmd_feedback(args) -> int:
 def cmd_export(args) -> int:
     from .reports import export_canvas, export_csv
     if args.format == "canvas":
-        rows = export_canvas(_course(args), args.output, args.roster, args.roster_key, args.chapter)
+        rows = export_canvas(_course(args), args.output, args.roster, args.roster_key, args.chapter,
+                             roster_is_current=args.roster_is_current)
         print(f"wrote {rows} student(s) to {args.output} (Canvas: Grades > Import)")
     elif args.roster:
         raise ValueError("--roster is for --format canvas")

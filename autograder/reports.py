@@ -3,7 +3,9 @@ status summary."""
 from __future__ import annotations
 
 import csv
+import datetime
 import io
+import json
 import re
 from pathlib import Path
 
@@ -65,7 +67,7 @@ def released_chapters(course) -> list[str]:
 
 
 def export_canvas(course, output: Path, roster: Path | None = None, roster_key: str = "SIS Login ID",
-                  chapters: list[str] | None = None) -> int:
+                  chapters: list[str] | None = None, *, roster_is_current: bool = False) -> int:
     """A CSV Canvas's gradebook import accepts: one row per student, one column per chapter (default: the
     released ones), points first.
 
@@ -79,19 +81,32 @@ def export_canvas(course, output: Path, roster: Path | None = None, roster_key: 
     blank cell as "remove this score", so no blank goes over a score Canvas may hold: a student with nothing to
     write has no row; in a row, a cell without a score gets the roster's current value (no change) or, for an
     assignment the roster lacks, stays blank. Without a roster, a row that would need a blank is an error that
-    says what to do. Returns the number of students written."""
+    says what to do.
+
+    A roster older than a file already imported into Canvas would put its blanks over the scores imported since.
+    Every export remembers the scores it wrote (`exports/canvas.json` in the grading folder); a roster with no
+    score where an earlier export wrote one, in a cell we have no score for now, is refused as stale unless
+    `roster_is_current` (a score removed in Canvas on purpose). Returns the number of students written."""
     header, rows = _roster(roster, roster_key) if roster is not None else ([], {})
     students = course.students()
     unknown = [s for s in students if rows and s not in rows]
     if unknown:
         raise LookupError(f"{len(unknown)} student(s) not in the roster's {roster_key!r} column: "
                           f"{', '.join(unknown[:10])}; fix the roster or choose the column with --roster-key")
-    chapters = course._chapters(chapters) if chapters else released_chapters(course)
+    released = released_chapters(course)
+    if chapters:
+        chapters = course._chapters(chapters)
+        unreleased = [chapter for chapter in chapters if chapter not in released]
+        if unreleased:
+            raise LookupError(f"not released yet: {', '.join(unreleased)}; Canvas would get 0 points possible for "
+                              "it: release it first (python -m autograder release CHAPTER)")
+    chapters = chapters or released
     if not chapters:
-        raise LookupError("no chapter released yet: name the chapters to export with --chapter")
+        raise LookupError("no chapter released yet: release chapters first (python -m autograder release)")
+    exported = _exported(course)
     headers = [next((h for h in header if h.startswith(f"{chapter} (") and h.endswith(")")), chapter)
                for chapter in chapters]
-    written, blanks = [], []
+    written, blanks, stale, now = [], [], [], {}
     with course.gradebook() as gb:
         for student in students:
             scores = [_canvas_score(course, gb, student, chapter) for chapter in chapters]
@@ -102,20 +117,49 @@ def export_canvas(course, output: Path, roster: Path | None = None, roster_key: 
             for chapter, column, score in zip(chapters, headers, scores):
                 if score is None and roster is None:
                     blanks.append(f"{student}/{chapter}")
-                cells.append(score if score is not None else _unchanged(identity.get(column, "")))
+                current = _unchanged(identity.get(column, ""))
+                before = exported.get(student, {}).get(chapter)
+                if score is None and not current and before and not roster_is_current:
+                    stale.append(f"{student}/{chapter} ({before['score']} on {before['at']})")
+                if score is not None:
+                    now.setdefault(student, {})[chapter] = score
+                cells.append(score if score is not None else current)
             written.append([*(identity.get(column, "") for column in CANVAS_IDENTITY), *cells])
     if blanks:
         raise ValueError(f"{len(blanks)} cell(s) would be blank ({', '.join(blanks[:5])}"
                          f"{', ...' if len(blanks) > 5 else ''}), and Canvas may read a blank as 'remove this "
                          "score': pass Canvas's gradebook export as --roster (its current scores are written "
                          "back unchanged), or export one chapter at a time with --chapter")
+    if stale:
+        raise ValueError(f"the roster has no score where an earlier export wrote one: {', '.join(stale[:5])}"
+                         f"{', ...' if len(stale) > 5 else ''}; a roster exported from Canvas before that file was "
+                         "imported would remove those scores: export Canvas's gradebook again and pass the new file "
+                         "(if the scores were removed in Canvas on purpose, add --roster-is-current)")
     points = [f"{_max_score(course, chapter):g}" for chapter in chapters]
     with open(output, "w", newline="") as stream:
         writer = csv.writer(stream)
         writer.writerow([*CANVAS_IDENTITY, *headers])
         writer.writerow([CANVAS_POINTS_ROW, "", "", "", "", *points])
         writer.writerows(written)
+    _remember_export(course, now)
     return len(written)
+
+
+def _exported(course) -> dict[str, dict[str, dict[str, str]]]:
+    """{student: {chapter: {"score", "at"}}}: the last score each Canvas export wrote, and when."""
+    path = Path(course.root) / "exports" / "canvas.json"
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def _remember_export(course, scores: dict[str, dict[str, str]]) -> None:
+    at = datetime.datetime.now().isoformat(timespec="minutes")
+    exported = _exported(course)
+    for student, chapters in scores.items():
+        for chapter, score in chapters.items():
+            exported.setdefault(student, {})[chapter] = {"score": score, "at": at}
+    path = Path(course.root) / "exports" / "canvas.json"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(json.dumps(exported, indent=1, sort_keys=True))
 
 
 def _unchanged(current: str) -> str:
@@ -126,10 +170,10 @@ def _unchanged(current: str) -> str:
 
 def _roster(roster: Path, key: str) -> tuple[list[str], dict[str, dict[str, str]]]:
     """(header, rows by `key`) of a roster saved by Canvas (UTF-8 with a byte-order mark, commas) or by Excel
-    (also semicolons or tabs, and the locale's code page)."""
+    (also semicolons or tabs, and the locale's code page; "Unicode Text" is UTF-16 with tabs)."""
     raw = Path(roster).read_bytes()
     try:
-        text = raw.decode("utf-8-sig")
+        text = raw.decode("utf-16") if raw[:2] in (b"\xff\xfe", b"\xfe\xff") else raw.decode("utf-8-sig")
     except UnicodeDecodeError:
         text = raw.decode("cp1252")
     first = text.splitlines()[0] if text else ""

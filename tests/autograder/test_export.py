@@ -51,13 +51,13 @@ def export(course, output, *options) -> int:
     return main(["export", "--root", str(course.root), "--format", "canvas", "--output", str(output), *options])
 
 
-def write_roster(path, encoding="utf-8", delimiter=",", di_current="1"):
+def write_roster(path, encoding="utf-8", delimiter=",", di_current="1", bo_current="4"):
     """What Canvas's own gradebook export looks like: 90_toy exists in Canvas, with some scores already."""
     with open(path, "w", newline="", encoding=encoding) as stream:
         writer = csv.writer(stream, delimiter=delimiter)
         writer.writerow([*CANVAS_IDENTITY, "90_toy (7301)", "Current Score"])
         writer.writerow([CANVAS_POINTS_ROW, "", "", "", "", "5.00", "(read only)"])
-        current = {"ada": "", "bo": "4", "cy": "2", "di": di_current, "ed": "4", "fay": "5"}
+        current = {"ada": "", "bo": bo_current, "cy": "2", "di": di_current, "ed": "4", "fay": "5"}
         for n, student in enumerate(["ada", "bo", "cy", "di", "ed", "fay"]):
             writer.writerow([f"Last{n}, {student.title()}", 100 + n, f"U{n}", student, "Section A",
                              current[student], ""])
@@ -97,7 +97,7 @@ def test_a_roster_maps_students_and_chapters_and_keeps_canvas_s_scores_where_we_
 
 
 @pytest.mark.parametrize("encoding, delimiter", [("utf-8-sig", ","), ("utf-8-sig", ";"), ("cp1252", ";"),
-                                                 ("utf-8", "\t")])
+                                                 ("utf-8", "\t"), ("utf-16", "\t")])  # utf-16: Excel's Unicode Text
 def test_a_roster_saved_by_canvas_or_excel_is_read_alike(graded, tmp_path, encoding, delimiter):
     roster = tmp_path / "roster.csv"
     write_roster(roster, encoding, delimiter, di_current="1,5" if delimiter == ";" else "1.5")
@@ -107,6 +107,46 @@ def test_a_roster_saved_by_canvas_or_excel_is_read_alike(graded, tmp_path, encod
     assert [row[:4] for row in rows] == [["Last0, Ada", "100", "U0", "ada"], ["Last1, Bo", "101", "U1", "bo"],
                                          ["Last3, Di", "103", "U3", "di"]]
     assert rows[2][5:] == ["1.5", "0"]
+
+
+def test_a_roster_older_than_an_imported_export_is_refused_before_it_removes_a_score(graded, tmp_path, capsys):
+    remembered = graded.root / "exports" / "canvas.json"
+    kept, submission = remembered.read_bytes() if remembered.exists() else None, graded.submission_path("bo", "90_toy")
+    handed_in = submission.read_bytes()
+    remembered.unlink(missing_ok=True)
+    try:
+        old = tmp_path / "old-roster.csv"
+        write_roster(old, bo_current="")  # Canvas has no 90_toy score for bo yet
+        assert export(graded, tmp_path / "first.csv", "--roster", str(old)) == 0  # bo: 3, imported into Canvas
+        synthetic.write(synthetic.solved(graded, "90_toy"), tmp_path / "again.ipynb")
+        graded.submit("bo", "90_toy", tmp_path / "again.ipynb")  # handed in again: no 90_toy score for now
+        capsys.readouterr()
+        # bo's row is written for 91_other; its 90_toy cell, the old roster's blank, would remove the 3
+        assert export(graded, tmp_path / "second.csv", "--roster", str(old)) == 2
+        error = capsys.readouterr().err
+        assert "no score where an earlier export wrote one: bo/90_toy (3 on " in error
+        assert "export Canvas's gradebook again" in error and not (tmp_path / "second.csv").exists()
+
+        new = tmp_path / "new-roster.csv"
+        write_roster(new, bo_current="3")  # exported again after the import
+        assert export(graded, tmp_path / "second.csv", "--roster", str(new)) == 0
+        assert {row[3]: row[5] for row in read(tmp_path / "second.csv")[2:]}["bo"] == "3"  # unchanged in Canvas
+        assert export(graded, tmp_path / "third.csv", "--roster", str(old), "--roster-is-current") == 0
+    finally:
+        submission.write_bytes(handed_in)
+        remembered.unlink(missing_ok=True)
+        if kept is not None:
+            remembered.write_bytes(kept)
+
+
+def test_an_unreleased_chapter_is_refused_rather_than_given_no_points(graded, tmp_path, capsys):
+    release = graded.root / "release" / "91_other"
+    release.rename(release.with_name("91_other.withdrawn"))
+    try:
+        assert export(graded, tmp_path / "canvas.csv", "--chapter", "91_other") == 2
+    finally:
+        release.with_name("91_other.withdrawn").rename(release)
+    assert "not released yet: 91_other" in capsys.readouterr().err and not (tmp_path / "canvas.csv").exists()
 
 
 def test_only_released_chapters_by_default(graded, tmp_path):
