@@ -37,11 +37,14 @@ submissions themselves are always run inside our sandbox on the workers.
 """
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
 import itertools
 import os
 import pickle
 import socket
+import ssl
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -50,6 +53,7 @@ import cloudpickle
 import dask.config
 from distributed import Client, LocalCluster, as_completed
 from distributed.comm.addressing import parse_address, parse_host_port
+from distributed.core import rpc
 
 from . import dask_plugin
 from .workers import CourseBundle, GradedSubmission, Task, grade_task, grader_version
@@ -57,6 +61,7 @@ from .workers import CourseBundle, GradedSubmission, Task, grade_task, grader_ve
 SCHEDULER_ENV_VAR = "MODULECRAFT_DASK_SCHEDULER"
 RETRIES = 2  # a task that raised runs again, on any worker
 IN_FLIGHT = 1000  # tasks on the cluster at once: enough for hundreds of workers, a bounded memory on the scheduler
+GREETING_WAIT = 5  # seconds a port that accepts connections may take to greet as Dask does (at once)
 CONNECT_TIMEOUT = 20  # seconds for a scheduler to answer; also how long a broken connection may take to come back
 FORGET_AFTER = CONNECT_TIMEOUT + 10  # seconds the scheduler keeps a run whose coordinator left (it may reconnect)
 WORKER_TIMEOUT = 600  # seconds to wait for a worker able to grade (Slurm jobs may queue a while)
@@ -71,8 +76,9 @@ class ClusterError(ConnectionError):
 
 
 def check_scheduler(address: str, timeout: float = CONNECT_TIMEOUT) -> None:
-    """Raise `ClusterError` unless a Dask scheduler answers at `address` within `timeout` seconds: Dask's own
-    client waits forever on a port that accepts connections but never speaks Dask (the dashboard's HTTP)."""
+    """Raise `ClusterError` unless a Dask scheduler answers at `address` within `timeout` seconds, saying what is
+    there instead: Dask's own client waits forever on a port that accepts connections but never speaks Dask (the
+    dashboard's HTTP, a TLS scheduler), and fails with a cryptic `identity()` error at a worker's or nanny's."""
     protocol, location = parse_address(address)
     if protocol == "tls":
         if not (dask.config.get("distributed.comm.tls.ca-file", None)
@@ -88,19 +94,61 @@ def check_scheduler(address: str, timeout: float = CONNECT_TIMEOUT) -> None:
     while time.monotonic() < deadline:
         try:
             with socket.create_connection((host, port), timeout=max(0.1, deadline - time.monotonic())) as probe:
-                probe.settimeout(max(0.1, deadline - time.monotonic()))
-                if probe.recv(1):  # a Dask server greets first
-                    return
-                last_error = "it closed the connection"
+                probe.settimeout(GREETING_WAIT)
+                greeted = bool(probe.recv(1))  # a Dask server greets first
         except TimeoutError:
-            raise ClusterError(f"{address} accepts connections but is not a Dask scheduler (no Dask greeting in "
-                               f"{timeout:g} s): the dashboard's port (8787)? The scheduler's is 8786 by default"
-                               ) from None
+            raise ClusterError(f"{address} accepts connections but is not a Dask scheduler: "
+                               f"{_what_listens(host, port)}") from None
         except OSError as error:  # refused (not started yet?), unreachable, unknown host
-            last_error = error.strerror or str(error)
+            last_error, greeted = error.strerror or str(error), False
+        else:
+            last_error = "it closed the connection"
+        if greeted:
+            return _check_is_scheduler(address)
         time.sleep(0.5)
     raise ClusterError(f"no Dask scheduler answered at {address} within {timeout:g} s ({last_error}): is it "
                        "running, and are its host and port these?")
+
+
+def _check_is_scheduler(address: str) -> None:
+    """`ClusterError` when the Dask server at `address` is a worker or a nanny."""
+    async def identity():
+        async with rpc(address) as server:
+            return await server.identity()
+
+    with concurrent.futures.ThreadPoolExecutor(1) as thread:  # also under a running event loop (a notebook's)
+        found = thread.submit(asyncio.run, identity()).result(timeout=CONNECT_TIMEOUT)
+    kind = found.get("type", "server")
+    if kind == "Worker":
+        raise ClusterError(f"{address} is a Dask worker, not the scheduler: its scheduler is "
+                           f"{found.get('scheduler', 'the address it was started with')}")
+    if kind != "Scheduler":
+        raise ClusterError(f"{address} is a Dask {kind.lower()}, not the scheduler: give the address the workers "
+                           "were started with (`dask worker ADDRESS`)")
+
+
+def _what_listens(host: str, port: int) -> str:
+    """What a port that does not greet as Dask does is, as far as one HTTP request and one TLS handshake tell."""
+    with socket.create_connection((host, port), timeout=GREETING_WAIT) as probe:
+        probe.settimeout(GREETING_WAIT)
+        probe.sendall(b"GET / HTTP/1.0\r\n\r\n")
+        try:
+            if probe.recv(5) == b"HTTP/":
+                return "an HTTP server answers there (a dashboard? The scheduler's port is 8786 by default)"
+        except OSError:
+            pass
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    try:
+        with socket.create_connection((host, port), timeout=GREETING_WAIT) as raw, context.wrap_socket(raw):
+            speaks_tls = True
+    except ssl.SSLError as error:  # a Dask TLS server wants our certificate: an alert, not a wrong record
+        speaks_tls = "ALERT" in str(error.reason or "").upper()
+    except OSError:
+        speaks_tls = False
+    if speaks_tls:
+        return f"it speaks TLS: use tls://{host}:{port} with Dask's TLS settings (see INSTRUCTORS.md, TLS)"
+    return f"it sends no Dask greeting within {GREETING_WAIT:g} s (another program?)"
 
 
 @contextlib.contextmanager

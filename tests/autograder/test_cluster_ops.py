@@ -184,25 +184,33 @@ class Silent(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def test_every_scheduler_problem_is_one_line_within_a_bounded_time(make_toy_course, tmp_path):
+def test_every_scheduler_problem_is_one_line_within_a_bounded_time(cluster, make_toy_course, tmp_path):
+    from distributed import LocalCluster
     course = make_toy_course(tmp_path / "grading")
     hand_in(course, tmp_path, ["ada"])
     dashboard = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Silent)  # an HTTP server, as the dashboard
     threading.Thread(target=dashboard.serve_forever, daemon=True).start()
-    addresses = {"http": f"tcp://127.0.0.1:{dashboard.server_address[1]}", "nobody": f"tcp://127.0.0.1:{free_port()}",
-                 "tls": f"tls://127.0.0.1:{free_port()}"}
-    runs = {name: subprocess.Popen(grade_command(course, address), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                   text=True) for name, address in addresses.items()}
-    errors = {}
-    for name, run in runs.items():
-        _, stderr = run.communicate(timeout=4 * dask_grading.CONNECT_TIMEOUT)  # the bound: killed past it
-        lines = [line for line in stderr.splitlines() if not line.startswith("[grading] ")]
-        assert run.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), stderr
-        errors[name] = lines[0]
+    with Client(cluster.address) as client:
+        [(worker, info)] = client.scheduler_info()["workers"].items()
+    with LocalCluster(n_workers=0, host="127.0.0.1", security=True, dashboard_address="127.0.0.1:0") as tls:
+        addresses = {"http": f"tcp://127.0.0.1:{dashboard.server_address[1]}",
+                     "nobody": f"tcp://127.0.0.1:{free_port()}", "tls": f"tls://127.0.0.1:{free_port()}",
+                     "worker": worker, "nanny": info["nanny"], "tcp to tls": tls.scheduler_address.replace("tls", "tcp")}
+        runs = {name: subprocess.Popen(grade_command(course, address), stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, text=True) for name, address in addresses.items()}
+        errors = {}
+        for name, run in runs.items():
+            _, stderr = run.communicate(timeout=4 * dask_grading.CONNECT_TIMEOUT)  # the bound: killed past it
+            lines = [line for line in stderr.splitlines() if not line.startswith("[grading] ")]
+            assert run.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), stderr
+            errors[name] = lines[0]
     dashboard.shutdown()
-    assert "accepts connections but is not a Dask scheduler" in errors["http"]
+    assert "accepts connections but is not a Dask scheduler: an HTTP server answers there" in errors["http"]
     assert "no Dask scheduler answered at" in errors["nobody"] and "within 20 s" in errors["nobody"]
     assert "has no Dask TLS settings" in errors["tls"] and "DASK_DISTRIBUTED__COMM__TLS__CA_FILE" in errors["tls"]
+    assert errors["worker"] == f"error: {worker} is a Dask worker, not the scheduler: its scheduler is {cluster.address}"
+    assert errors["nanny"].startswith(f"error: {info['nanny']} is a Dask nanny, not the scheduler")
+    assert f"it speaks TLS: use {tls.scheduler_address}" in errors["tcp to tls"]
     assert not (course.root / "reports").exists()
 
 
