@@ -65,7 +65,8 @@ GREETING_WAIT = 5  # seconds a port that accepts connections may take to greet a
 CONNECT_TIMEOUT = 20  # seconds for a scheduler to answer; also how long a broken connection may take to come back
 FORGET_AFTER = CONNECT_TIMEOUT + 10  # seconds the scheduler keeps a run whose coordinator left (it may reconnect)
 WORKER_TIMEOUT = 600  # seconds to wait for a worker able to grade (Slurm jobs may queue a while)
-CHECK_WORKERS_EVERY = 5.0  # seconds between looks for workers that joined and cannot grade
+CHECK_WORKERS_EVERY = 5.0  # seconds between looks at the workers (joined and cannot grade, lost)
+QUIET_SAY_AFTER = 60  # seconds without a result after which the run says so (and again every as many seconds)
 PRELOAD = "autograder.dask_preload"  # no HTTP server on our schedulers and workers (see that module)
 
 cloudpickle.register_pickle_by_value(dask_plugin)  # a worker without the project can still load the plugin
@@ -187,6 +188,8 @@ class Workers:
         self.client, self.run, self.say = client, run, say
         self.left_out: dict[str, str] = {}
         self.none_since: float | None = None  # when the last worker able to grade was lost
+        self.grading: dict[str, str] = {}  # the workers able to grade at the last look: address -> name
+        self.said_quiet = 0.0
 
     def fit(self) -> list[str]:
         """Addresses of the workers prepared for the run; names and leaves out those that cannot grade it."""
@@ -198,15 +201,19 @@ class Workers:
                 reason = f"{type(reason).__name__}: {reason}"
             if reason and address not in fit and address not in self.left_out:
                 self.left_out[address] = reason
-                name = str(info.get(address, {}).get("name", address))
-                self.say(f"left out worker {name if name == address else f'{name} ({address})'}: {reason}")
+                self.say(f"left out worker {_worker_name(address, info)}: {reason}")
         return fit
 
-    def watch(self, left: int) -> None:
-        """The periodic look while grading: names the workers that joined and cannot grade, and says when no worker
+    def watch(self, left: int, quiet_for: float) -> None:
+        """The periodic look while grading, `quiet_for` seconds after the last result: names the workers that
+        joined and cannot grade, the workers lost, a run where nothing finished for a while, and when no worker
         able to grade is left (the run waits for new ones) and when grading goes on; `ClusterError` after
         `WORKER_TIMEOUT` seconds without one."""
         fit = self.fit()
+        info = self.client.scheduler_info(n_workers=-1)["workers"]
+        for address in sorted(set(self.grading) - set(fit)):
+            self.say(f"lost worker {self.grading[address]}: the notebook it was grading goes to another worker")
+        self.grading = {address: _worker_name(address, info) for address in fit}
         if fit and self.none_since is not None:
             self.say(f"grading on {len(fit)} worker(s) again")
             self.none_since = None
@@ -217,6 +224,10 @@ class Workers:
             raise ClusterError(f"no worker able to grade for {WORKER_TIMEOUT} s, with {left} submission(s) not "
                                "graded yet: start workers, then run the same command again (without --force) to "
                                "grade just those")
+        if fit and quiet_for > QUIET_SAY_AFTER and time.monotonic() - self.said_quiet > QUIET_SAY_AFTER:
+            self.say(f"nothing finished for {int(quiet_for)} s: {left} submission(s) to go on {len(fit)} worker(s) "
+                     "(a notebook that hangs is stopped at its time limit)")
+            self.said_quiet = time.monotonic()
 
     def wait_for_one(self, timeout: float = WORKER_TIMEOUT) -> int:
         """The number of workers able to grade, once there is one; `ClusterError` if every worker that joined
@@ -225,6 +236,8 @@ class Workers:
         while True:
             fit = self.fit()
             if fit:
+                info = self.client.scheduler_info(n_workers=-1)["workers"]
+                self.grading = {address: _worker_name(address, info) for address in fit}
                 return len(fit)
             joined = self.client.scheduler_info(n_workers=-1)["workers"]
             if joined and set(joined) <= set(self.left_out):
@@ -235,6 +248,12 @@ class Workers:
                 self.say("waiting for workers to join the scheduler")
                 waiting = True
             time.sleep(1)
+
+
+def _worker_name(address: str, info: dict) -> str:
+    """`NAME (ADDRESS)`, or the address of a worker without a name of its own."""
+    name = str(info.get(address, {}).get("name", address))
+    return address if name == address else f"{name} ({address})"
 
 
 def grade(scheduler: str, bundle: CourseBundle, tasks: Iterator[Task], workers: int | None = None,
@@ -273,11 +292,11 @@ def _run(client: Client, run: str, tasks: Iterator[Task], cluster: Workers, sche
         return future
 
     completed = as_completed([send(task) for task in itertools.islice(tasks, IN_FLIGHT)])
-    checked = time.monotonic()
+    checked = last_result = time.monotonic()
     while not completed.is_empty():
         if client.status == "running" and (time.monotonic() - checked > CHECK_WORKERS_EVERY
                                            or (cluster.none_since is not None and completed.has_ready())):
-            cluster.watch(len(running))
+            cluster.watch(len(running), time.monotonic() - last_result)
             checked = time.monotonic()
         if not completed.has_ready():
             time.sleep(0.05)
@@ -288,6 +307,7 @@ def _run(client: Client, run: str, tasks: Iterator[Task], cluster: Workers, sche
             _reconnected(client, scheduler, len(running) + 1)
             completed.add(send(task))
             continue
+        last_result = time.monotonic()
         upcoming = next(tasks, None)
         if upcoming is not None:
             completed.add(send(upcoming))

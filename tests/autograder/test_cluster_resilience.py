@@ -59,11 +59,11 @@ class Said:
 
     def end(self, timeout: float) -> tuple[int, str, str]:
         try:
-            stdout, _ = self.process.communicate(timeout=timeout)
+            self.process.wait(timeout=timeout)  # not communicate(): it would take stderr lines from the reader
         finally:
             self.process.kill()  # a coordinator that did not end in time does not outlive the test
         self.reader.join(timeout=5)
-        return self.process.returncode, stdout, "".join(self.lines)
+        return self.process.returncode, self.process.stdout.read(), "".join(self.lines)
 
 
 def test_a_run_that_loses_every_worker_says_so_and_goes_on_with_new_ones(make_toy_course, tmp_path, processes):
@@ -88,6 +88,8 @@ def test_a_run_that_loses_every_worker_says_so_and_goes_on_with_new_ones(make_to
     code, stdout, stderr = said.end(timeout=300)
 
     assert code == 0, stderr + stdout
+    assert re.search(r"lost worker first \(tcp://127.0.0.1:\d+\): the notebook it was grading goes to another "
+                     "worker", stderr), stderr
     assert "grading on 1 worker(s) again" in stderr
     assert "not graded" not in stdout
     assert {student: load_outcome(course.root, student, "90_toy").score for student in students} == \
@@ -193,3 +195,21 @@ def test_a_long_break_ends_the_run_in_one_line_and_the_rerun_grades_what_is_left
     assert f"{len(graded)} already graded and unchanged" in again.stdout
     assert {student: load_outcome(course.root, student, "90_toy").score for student in students} == \
         dict.fromkeys(students, 5.0)
+
+
+def test_a_run_where_nothing_finishes_for_a_minute_says_so_once_a_minute():
+    """What the bar cannot show (it moves only when a notebook is back): a hang, said by the periodic look."""
+    said = []
+
+    class Cluster:  # the two calls the look makes, as a scheduler with one prepared worker answers them
+        def scheduler_info(self, n_workers):
+            return {"workers": {"tcp://10.0.0.7:4000": {"name": "node7", "resources": {"run": 1}}}}
+
+        def run(self, function, *args, on_error):
+            return {"tcp://10.0.0.7:4000": None}
+
+    workers = dask_grading.Workers(Cluster(), "run", said.append)
+    for quiet_for in (10, dask_grading.QUIET_SAY_AFTER + 1, dask_grading.QUIET_SAY_AFTER + 6):
+        workers.watch(3, quiet_for)
+    assert said == [f"nothing finished for {dask_grading.QUIET_SAY_AFTER + 1} s: 3 submission(s) to go on 1 "
+                    "worker(s) (a notebook that hangs is stopped at its time limit)"]
