@@ -10,7 +10,6 @@ import torch
 from torch.autograd.function import once_differentiable as torch_once_differentiable
 
 import modulecraft
-from modulecraft.autograd.function import once_differentiable
 
 from .conftest import lib_leaf, on_both, outcome
 
@@ -93,7 +92,7 @@ def test_an_instance_of_a_function_warns_and_refuses_to_be_called():
 
 def test_once_differentiable_runs_backward_with_grad_mode_off():
     def scenario(lib):
-        decorate = torch_once_differentiable if lib is torch else once_differentiable
+        decorate = torch_once_differentiable if lib is torch else modulecraft.autograd.function.once_differentiable
         seen = []
 
         class Scale(_function_base(lib)):
