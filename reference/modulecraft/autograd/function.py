@@ -4,7 +4,9 @@ As in torch, ``MyFunction.apply(*args)`` runs ``forward`` with grad mode off and
 grad, records one node of class ``MyFunctionBackward``. That node is also the ``ctx`` both methods receive:
 attributes set on it in ``forward`` are there in ``backward``, and ``register_hook``/``register_prehook``
 on ``output.grad_fn`` work as on any node. With several outputs the node's ``backward`` gets one gradient
-per output; outputs that received none get zeros (torch's ``materialize_grads`` default).
+per output; outputs that received none get zeros (torch's ``materialize_grads`` default). As torch's, a
+Function is never instantiated (``MyFunction()`` warns, calling the instance raises: a legacy Function), and
+``once_differentiable`` marks a ``backward`` that runs with grad mode off.
 """
 
 from __future__ import annotations
