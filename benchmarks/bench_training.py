@@ -101,6 +101,7 @@ class Library:
         def epoch() -> None:
             with warnings.catch_warnings():  # layer 0's input needs no gradient: both libraries say so (13.5)
                 warnings.filterwarnings("ignore", message="Full backward hook is firing")
+                warnings.filterwarnings("ignore", message="Converting a tensor with requires_grad=True to a scalar")
                 train_epoch(model, optimizer, loss_fn, features, labels)
 
         return epoch

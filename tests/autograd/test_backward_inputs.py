@@ -125,3 +125,28 @@ def test_grad_variables_is_the_deprecated_name_of_grad_tensors():
 
     with pytest.warns(FutureWarning):
         on_both(scenario)
+
+
+def test_how_many_hooks_fire_under_grad_and_backward_with_and_without_inputs():
+    """torch's hook edge case: counts of tensor hooks, node pre-hooks and node post-hooks on a -> b -> c."""
+    def scenario(lib):
+        a = lib_leaf(lib, 1.0)
+        b = a * 2
+        c = b * 2
+        counts = [0, 0, 0]
+        for tensor in (a, b, c):
+            tensor.register_hook(lambda grad: counts.__setitem__(0, counts[0] + 1))
+        for node in (b.grad_fn, c.grad_fn):
+            node.register_prehook(lambda grads: counts.__setitem__(1, counts[1] + 1))
+            node.register_hook(lambda grad_inputs, grad_outputs: counts.__setitem__(2, counts[2] + 1))
+        seen = []
+        for call in (lambda: lib.autograd.grad(c, inputs=(b,), retain_graph=True),
+                     lambda: lib.autograd.grad(c, inputs=(a, b), retain_graph=True),
+                     lambda: c.backward(retain_graph=True),
+                     lambda: c.backward(inputs=(a, b), retain_graph=True)):
+            counts[:] = [0, 0, 0]
+            call()
+            seen.append(list(counts))
+        return seen
+
+    on_both(scenario)
