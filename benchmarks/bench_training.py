@@ -6,9 +6,9 @@ each time is the best of the repeats: many short ones (a few ms each), so that o
 of them is likely to have run undisturbed, for both libraries alike. Printed: the time per operation for each library and the ratio
 modulecraft / torch, with the targets of issue 13 (a training step of a 784-256-10 MLP at batch 128 ≤ 1.5×; of a
 50-layer width-16 MLP at batch 8, where Python overhead dominates, ≤ 1.0×; the extra cost of a full backward hook
-≤ 1.0×; issue 42: one epoch of the capstone's model on its digits, as learners train it in chapter 13, ≤ 1.0×, also
-with 13.6's statistics hooks). Then the memory a backward pass allocates above what was live before it (its peak): for modulecraft
-``tracemalloc``'s peak (numpy reports its array buffers to it), for torch the running total of the allocations
+≤ 1.0×; issue 42: one epoch of the capstone's model on its digits, as learners train it in chapter 13, ≤ 1.0×,
+also with 13.6's statistics hooks). Then the memory a backward pass allocates above what was live before it (its
+peak): for modulecraft ``tracemalloc``'s peak (numpy reports its array buffers to it), for torch the running total of the allocations
 and frees ``torch.profiler`` records on the CPU during ``backward()``.
 """
 

@@ -178,7 +178,8 @@ def test_the_messages_of_a_post_accumulate_hook_that_returns_and_of_requires_gra
 
         integers = lib.tensor([1, 2])
         return (backward_with_post_hook_returning(1), backward_with_post_hook_returning(_ones(lib, 1)),
-                outcome(lambda: integers.requires_grad_(), "only Tensors of floating point dtype can require gradients"),
+                outcome(lambda: integers.requires_grad_(),
+                        "only Tensors of floating point dtype can require gradients"),
                 outcome(lambda: setattr(integers, "requires_grad", True),
                         "only Tensors of floating point and complex dtype can require gradients"))
 

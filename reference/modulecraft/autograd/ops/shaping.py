@@ -183,12 +183,13 @@ class CopySlices(Node):
     After an in-place change of a view of the tensor (``fn``: the node of that change, recorded on the view's old
     value, input ``own`` of it), as torch's: the part of the gradient under the view goes through ``fn``, whose
     gradient for the view's old value takes that part's place; ``fn``'s other gradients go to its other inputs.
-    The view's old node thus no longer runs (nor its hooks). ``keys``: the indexing from the tensor to the view.
+    The view's old node thus no longer runs (nor its hooks). ``keys``: the indexing from the tensor to the part
+    written; ``value_shape``: the shape of the value written (without ``fn``).
     """
 
     __slots__ = ("keys", "value_shape", "fn", "own")
 
-    def __init__(self, next_functions: tuple, keys: tuple, value_shape: tuple, fn: Node | None = None,
+    def __init__(self, next_functions: tuple, keys: tuple, value_shape: tuple | None = None, fn: Node | None = None,
                  own: int | None = None) -> None:
         super().__init__(next_functions)
         self.keys, self.value_shape, self.fn, self.own = keys, value_shape, fn, own
@@ -259,7 +260,7 @@ def rebase_view(view: Tensor, node: Node) -> None:
     own = node.next_functions.index((view._grad_fn, view._output_nr)) if view._grad_fn is not None else None
     others = tuple(edge for index, edge in enumerate(node.next_functions) if index != own)
     keys = tuple(link._view_index for link in reversed(chain))
-    set_grad_fn(base, CopySlices(edges((base,)) + others, keys, view.shape, node, own))
+    set_grad_fn(base, CopySlices(edges((base,)) + others, keys, fn=node, own=own))
     regenerate_view(view)
 
 
