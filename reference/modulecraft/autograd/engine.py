@@ -44,8 +44,7 @@ def _checked_replacement(hook, original, value):
     """One gradient returned by a hook: same shape and dtype as the one it replaces (as torch checks)."""
     if original is None:
         raise RuntimeError("can't replace a None gradient with a non-None value")
-    if type(value) is not np.ndarray:  # a plain array is used as it is: AccumulateGrad may adopt it, as torch would
-        value = np.asarray(value.view(np.ndarray) if isinstance(value, np.ndarray) else value)
+    value = np.asarray(value.view(np.ndarray) if isinstance(value, np.ndarray) else value)
     if value.shape != np.shape(original):
         raise RuntimeError(f"hook '{_hook_name(hook)}' has changed the size of value")
     original_dtype = np.result_type(original)
