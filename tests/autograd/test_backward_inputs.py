@@ -150,3 +150,26 @@ def test_how_many_hooks_fire_under_grad_and_backward_with_and_without_inputs():
         return seen
 
     on_both(scenario)
+
+
+def test_backward_with_some_parameters_as_inputs_runs_the_module_hooks_on_the_way_to_them():
+    """Module backward hooks ride on nodes too: only the layers between the loss and the inputs see gradients."""
+    def scenario(lib):
+        model = lib.nn.Sequential(lib.nn.Linear(3, 2), lib.nn.ReLU(), lib.nn.Linear(2, 1))
+        with (torch.no_grad() if lib is torch else modulecraft.no_grad()):
+            for parameter in model.parameters():
+                parameter[...] = 0.5
+        log = []
+        for index, layer in enumerate(model):
+            layer.register_full_backward_hook(lambda module, grad_input, grad_output, index=index: log.append(
+                ("full", index, [grad is None for grad in grad_input])))
+            layer.register_full_backward_pre_hook(lambda module, grad_output, index=index: log.append(("pre", index)))
+        x = lib.tensor(np.ones((2, 3), dtype=np.float32), requires_grad=True)
+        loss = model(x).sum()
+        loss.backward(inputs=[model[2].weight], retain_graph=True)
+        first = list(log), _grads(*model.parameters())
+        log.clear()
+        loss.backward(inputs=list(model[0].parameters()))
+        return first, list(log), _grads(*model.parameters(), x)
+
+    on_both(scenario)
