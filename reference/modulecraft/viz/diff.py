@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from . import style
 from .render import Drawing
-from .steppers import FORGIVEN, LOADED, MISSING, NOT_AN_ARRAY, REFUSED, ROW_STATUS, SIZE_MISMATCH, TAKEN, UNEXPECTED
+from .steppers import FORGIVEN, LOADED, MISSING, NOT_AN_ARRAY, REFUSED, SIZE_MISMATCH, TAKEN, UNEXPECTED
 from .steppers import row_marks, step_load_state_dict
 from .structure import ModuleTree
 from .tree import RowMark, TreeDrawer, TreeOptions
