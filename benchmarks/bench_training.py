@@ -6,8 +6,9 @@ each time is the best of the repeats: many short ones (a few ms each), so that o
 of them is likely to have run undisturbed, for both libraries alike. Printed: the time per operation for each library and the ratio
 modulecraft / torch, with the targets of issue 13 (a training step of a 784-256-10 MLP at batch 128 ≤ 1.5×; of a
 50-layer width-16 MLP at batch 8, where Python overhead dominates, ≤ 1.0×; the extra cost of a full backward hook
-≤ 1.0×). Then the memory a backward pass allocates above what was live before it (its peak): for modulecraft
-``tracemalloc``'s peak (numpy reports its array buffers to it), for torch the running total of the allocations
+≤ 1.0×; issue 42: one epoch of the capstone's model on its digits, as learners train it in chapter 13, ≤ 1.0×,
+also with 13.6's statistics hooks). Then the memory a backward pass allocates above what was live before it (its
+peak): for modulecraft ``tracemalloc``'s peak (numpy reports its array buffers to it), for torch the running total of the allocations
 and frees ``torch.profiler`` records on the CPU during ``backward()``.
 """
 
@@ -20,9 +21,11 @@ if __name__ == "__main__":  # before numpy (and its BLAS) is first imported; not
         os.environ[_variable] = "1"
 
 import argparse  # noqa: E402
+import importlib.util  # noqa: E402
 import sys  # noqa: E402
 import timeit  # noqa: E402
 import tracemalloc  # noqa: E402
+import warnings  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -71,6 +74,38 @@ class Library:
 
         return step
 
+    def capstone_epoch(self, statistics: bool) -> Callable[[], None]:
+        """One epoch of chapter 13's training: its digits model, SGD with momentum, cross-entropy, 22 batches of 64
+        (``train_epoch`` of modulecraft's capstone exercises, which runs on either library); with ``statistics``,
+        13.6's hooks on every layer (forward: output mean and std; Linear's full backward hook: gradient norm)."""
+        from modulecraft.exercises.c13_capstone import train_epoch
+
+        features, labels = _digits()
+        if self.name == "torch":
+            import torch
+
+            features, labels = torch.from_numpy(features), torch.from_numpy(labels)
+        nn = self.nn
+        model = nn.Sequential(nn.Linear(64, 32), nn.BatchNorm1d(32), nn.ReLU(), nn.Linear(32, 10))
+        optimizer = self.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        loss_fn = nn.CrossEntropyLoss()
+        if statistics:
+            record: list[float] = []
+            for layer in model:
+                layer.register_forward_hook(lambda module, args, output: record.extend(
+                    (float(output.mean()), float(output.std()))))
+                if isinstance(layer, nn.Linear):
+                    layer.register_full_backward_hook(lambda module, grad_input, grad_output: record.append(
+                        float(np.linalg.norm(np.asarray(grad_output[0])))))
+
+        def epoch() -> None:
+            with warnings.catch_warnings():  # layer 0's input needs no gradient: both libraries say so (13.5)
+                warnings.filterwarnings("ignore", message="Full backward hook is firing")
+                warnings.filterwarnings("ignore", message="Converting a tensor with requires_grad=True to a scalar")
+                train_epoch(model, optimizer, loss_fn, features, labels)
+
+        return epoch
+
     def hooked_call(self, hooked: bool) -> Callable[[], None]:
         """Call a small Linear (with or without a full backward hook) and backpropagate through it.
 
@@ -103,6 +138,14 @@ class Library:
         return peak
 
 
+def _digits() -> tuple[np.ndarray, np.ndarray]:
+    """The capstone's training set: the first 1400 of scikit-learn's 1797 digits in its seeded order (13.2)."""
+    path = Path(importlib.util.find_spec("sklearn").origin).parent / "datasets" / "data" / "digits.csv.gz"
+    table = np.loadtxt(path, delimiter=",", dtype=np.float32)
+    order = np.random.default_rng(0).permutation(len(table))[:1400]
+    return table[order, :64] / 16, table[order, 64].astype(np.int64)
+
+
 def _torch_peak(run: Callable[[], None]) -> int:
     """The highest running total of the CPU allocations minus frees that torch's profiler records during ``run``.
 
@@ -129,6 +172,8 @@ TIMED = {  # name -> (what to build from a Library, operations per timing, targe
     "training step, 50-layer width-16 MLP, batch 8": (lambda lib: lib.training_step(DEEP, 8), 4, 1.0),
     "Linear(4, 4) call + backward": (lambda lib: lib.hooked_call(False), 100, None),
     "the same with a full backward hook": (lambda lib: lib.hooked_call(True), 100, None),
+    "capstone epoch: digits, 64-32-BN-10, 22 batches": (lambda lib: lib.capstone_epoch(False), 1, 1.0),
+    "the same with 13.6's statistics hooks": (lambda lib: lib.capstone_epoch(True), 1, 1.0),
 }
 
 

@@ -8,7 +8,7 @@ not differentiate their step; autograd: plain ndarray gradients and untracked re
 writes into parameters accepted, writes through plain views unseen, no higher-order gradients, in-place changes
 and replays of views only for views made by indexing, no in-place operation of a plain array joining a graph, Python's
 wording for deleting read-only properties; losses: class indices of (N, C) or (C,) inputs only; Parameter() of a
-custom tensor class is a Parameter.
+custom tensor class is a Parameter; no memory shared between processes (share_memory is refused).
 """
 
 import numpy as np
@@ -296,3 +296,11 @@ def test_deleting_grad_fn_or_is_leaf_says_so_in_pythons_words():
             delattr(torch.ones(1, requires_grad=True), name)
         with pytest.raises(AttributeError, match="has no deleter"):
             delattr(modulecraft.tensor([1.0], requires_grad=True), name)
+
+
+def test_share_memory_is_refused_where_torch_moves_the_arrays_into_shared_memory():
+    """numpy cannot move an array's memory in place, and new arrays would not be the ones an optimizer holds."""
+    torch_model = backend("torch").nn.Linear(2, 2)
+    assert torch_model.share_memory() is torch_model and torch_model.weight.is_shared()
+    with pytest.raises(NotImplementedError, match="cannot share a module's memory between processes"):
+        backend("modulecraft").nn.Linear(2, 2).share_memory()

@@ -137,3 +137,13 @@ def lazy_life_cycle(lib, layer, shape, load_first):
 def test_lazy_life_cycle_on_random_shapes_matches_torch(layer, shape, load_first):
     assert lazy_life_cycle(backend("modulecraft"), layer, shape, load_first) == \
         lazy_life_cycle(backend("torch"), layer, shape, load_first)
+
+
+@pytest.mark.parametrize("layer", LAZY_LAYERS)
+@differential
+def test_share_memory_refuses_uninitialized_parameters_and_buffers(lib, layer):
+    """torch's own refusal comes first (modulecraft refuses share_memory of initialized arrays too, see
+    test_documented_differences.py)."""
+    return raises(lambda: make_lazy(lib, layer).share_memory(),
+                  "Can't share memory on an uninitialized parameter or buffer. Call `forward` to initialize the "
+                  "parameters before calling `module.share_memory()`.")

@@ -133,3 +133,19 @@ def test_a_loss_node_frees_what_it_saved_after_backward(lib, function):
     loss = getattr(lib.nn.functional, function)(log_probabilities, target)
     loss.backward()
     return raises(loss.backward, "Trying to backward through the graph a second time")
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@differential
+def test_mse_loss_with_a_weight_per_element(lib, reduction):
+    """torch 2.13's weighted MSE: weighted squared differences; 'mean' divides by the weights' sum. The target
+    broadcasts (with torch's warning); the weight, which may require grad, must have the input's size."""
+    logits, weight = lib.leaf(LOGITS), lib.leaf([WEIGHT, WEIGHT[::-1], [1.0, 1.0, 1.0]])
+    with pytest.warns(UserWarning, match="Using a target size"):
+        loss = lib.nn.functional.mse_loss(logits, lib.tensor([0.5, 0.0, -1.0]), reduction=reduction, weight=weight)
+    _loss_and_gradient(lib, loss)
+    wrong_size = raises(lambda: lib.nn.functional.mse_loss(logits, logits, weight=lib.tensor(WEIGHT)),
+                        "Weights and input must have the same size.")
+    bad_reduction = raises(lambda: lib.nn.functional.mse_loss(logits, logits, reduction="average", weight=weight),
+                           "Invalid reduction mode: average. Expected one of 'none', 'mean', 'sum'.")
+    return lib.clone(loss), lib.clone(logits.grad), lib.clone(weight.grad), wrong_size, bad_reduction

@@ -13,7 +13,8 @@ hooks fire the same under theirs.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+import warnings
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -54,25 +55,29 @@ def _checked_replacement(hook, original, value):
 
 
 def _run_tensor_pre_hooks(node: Node, grads: list) -> None:
+    """The hooks of the node's output tensors: ``register_hook``'s, then ``retain_grad`` (torch's order)."""
     for output_nr, hook in node._tensor_pre_hooks():
         replaced = hook(grads[output_nr])
         if replaced is not None:
             grads[output_nr] = _checked_replacement(hook, grads[output_nr], replaced)
+    tables = node._hook_tables
+    if tables is not None:
+        for output_nr, tensor_ref in tables.retains_grad.items():
+            tensor = tensor_ref()
+            if tensor is not None and grads[output_nr] is not None:
+                tensor._retain(grads[output_nr])
 
 
 def _call_node(node: Node, grads: list) -> tuple:
     """Run ``node`` on the gradients of its outputs with all its hooks; return one gradient per edge."""
     tables = node._hook_tables
     _run_tensor_pre_hooks(node, grads)
-    if tables is not None and (tables.retains_grad or tables.pre_hooks):
-        for output_nr, tensor_ref in tables.retains_grad.items():
-            tensor = tensor_ref()
-            if tensor is not None and grads[output_nr] is not None:
-                tensor._retain(grads[output_nr])
+    if tables is not None and tables.pre_hooks:
         for hook in tuple(tables.pre_hooks.values()):
             replaced = hook(tuple(grads))
             if replaced is not None:
                 grads = _checked_replacements(hook, grads, replaced)
+        replaced = None  # only grads holds the gradients now: AccumulateGrad adopts one no one else holds
     if all(g is None for g in grads):
         grad_inputs = (None,) * len(node.next_functions)
     else:
@@ -194,9 +199,14 @@ def _run_node(node: Node, grads: list) -> tuple:
 
 def _capturing(captures: dict, needed: set, captured: list):
     """What ``autograd.grad`` runs for each node: keep the gradients of the captured edges; run only the nodes
-    that lead to one (``needed``); the others neither run nor send anything, as torch's."""
+    that lead to one (``needed``). As torch's, a node holding a captured edge that is not needed runs its tensors'
+    hooks (then the gradient is kept); the others neither run nor send anything."""
+    capturing = {node for node, _ in captures}
+
     def run_node(node: Node, grads: list):
         if node not in needed:
+            if node not in capturing:
+                return None
             _run_tensor_pre_hooks(node, grads)
         for output_nr, grad in enumerate(grads):
             for position in captures.get((node, output_nr), ()):
@@ -205,11 +215,20 @@ def _capturing(captures: dict, needed: set, captured: list):
     return run_node
 
 
+def _pruned(needed: set):
+    """What ``backward(inputs=...)`` runs for each node: the ``needed`` ones (the inputs' nodes and those leading
+    to one), as ``backward`` does; the others, as torch's, neither run (nor their hooks) nor send anything."""
+    def run_node(node: Node, grads: list):
+        return _run_node(node, grads) if node in needed else None
+    return run_node
+
+
 def run_backward(roots: Sequence[tuple], root_grads: Sequence, retain_graph: bool,
-                 captures: dict | None = None) -> list | None:
+                 captures: dict | None = None, targets: set | None = None) -> list | None:
     """Propagate ``root_grads`` from the edges ``roots`` through the graph.
 
-    Without ``captures`` (``backward``), every reachable node runs and leaves accumulate into ``.grad``.
+    Without ``captures`` (``backward``), every reachable node runs and leaves accumulate into ``.grad``; with
+    ``targets`` (``backward(inputs=...)``: the inputs' nodes), only those and the nodes leading to one of them.
     With ``captures`` (``autograd.grad``: a dict ``(node, output_nr) -> positions``), only the nodes leading
     to a captured edge run, nothing is accumulated, and the captured gradients are returned by position.
     """
@@ -219,9 +238,16 @@ def run_backward(roots: Sequence[tuple], root_grads: Sequence, retain_graph: boo
     if captures is not None:
         captured = [None] * sum(len(positions) for positions in captures.values())
         run_node = _capturing(captures, _needed(root_nodes, {node for node, _ in captures}), captured)
+    elif targets is not None:
+        run_node = _pruned(_needed(root_nodes, targets) | targets)
     with grad_mode.no_grad():
         _walk(roots, root_grads, dependencies, retain_graph, run_node)
     return captured
+
+
+def _requires_grad(value) -> bool:
+    """Whether ``value`` is a tensor that requires grad (read, not imported: the tensor module imports this one)."""
+    return getattr(value, "_requires_grad", False)
 
 
 def _as_tuple(values) -> tuple:
@@ -238,12 +264,10 @@ def _root_edges(outputs: tuple, grad_outputs: tuple) -> tuple[list, list]:
     As torch, outputs and gradients are paired up as ``zip`` does (extra gradients are ignored), then a
     missing gradient is an error, then an output that is not in a graph.
     """
-    from modulecraft.autograd.tensor import is_tracked
-
     grads = []
     for index, (output, grad) in enumerate(zip(outputs, grad_outputs)):
         if grad is None:
-            if is_tracked(output):
+            if _requires_grad(output):
                 if output.size != 1:
                     raise RuntimeError("grad can be implicitly created only for scalar outputs")
                 grad = np.ones(output.shape, dtype=output.dtype)
@@ -256,7 +280,7 @@ def _root_edges(outputs: tuple, grad_outputs: tuple) -> tuple[list, list]:
     if len(grads) != len(outputs):
         raise RuntimeError(f"got {len(outputs)} tensors and {len(grads)} gradients")
     for index, output in enumerate(outputs):
-        if not is_tracked(output):
+        if not _requires_grad(output):
             raise RuntimeError(f"element {index} of tensors does not require grad and does not have a grad_fn")
     return [output._edge() for output in outputs], grads
 
@@ -268,17 +292,51 @@ def _reject_create_graph(create_graph: bool) -> None:
             "and records no graph, so higher-order gradients are not available")
 
 
-def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool = False) -> None:
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool = False, grad_variables=None,
+             inputs=None) -> None:
     """Accumulate the gradients of ``tensors`` (weighted by ``grad_tensors``) into the leaves' ``.grad``.
 
     ``grad_tensors`` may be omitted for outputs with one element. ``retain_graph`` keeps the saved values
-    for another backward. Higher-order gradients (``create_graph=True``) are not supported.
+    for another backward. With ``inputs`` (tensors, or a dict of them), only those accumulate, and only the part
+    of the graph leading to them runs; a non-leaf input keeps its ``.grad`` from then on (``retain_grad``).
+    Higher-order gradients (``create_graph=True``) are not supported.
     """
     _reject_create_graph(create_graph)
+    if grad_variables is not None:
+        warnings.warn("`grad_variables` is deprecated. Use `grad_tensors` instead.", FutureWarning, stacklevel=2)
+        if grad_tensors is not None:
+            raise RuntimeError("`grad_tensors` and `grad_variables` (deprecated) arguments both passed to "
+                               "`backward()`. Please only use `grad_tensors`.")
+        grad_tensors = grad_variables
+    inputs = _backward_inputs(inputs)
     outputs = _as_tuple(tensors)
     grads = _as_tuple(grad_tensors) if grad_tensors is not None else (None,) * len(outputs)
     edges, root_grads = _root_edges(outputs, grads)
-    run_backward(edges, root_grads, bool(retain_graph))
+    targets = None
+    if inputs is not None:
+        targets = set()
+        for tensor in inputs:
+            if not hasattr(tensor, "_edge"):  # a Tensor (not imported: the tensor module imports this one)
+                raise RuntimeError("all inputs have to be Tensors or GradientEdges, but got "
+                                   f"{type(tensor).__module__}.{type(tensor).__qualname__}")
+            tensor.retain_grad()  # as torch: the gradient of a non-leaf input is kept in its .grad
+            targets.add(tensor._edge()[0])
+    run_backward(edges, root_grads, bool(retain_graph), targets=targets)
+
+
+def _backward_inputs(inputs) -> tuple | None:
+    """``backward``'s ``inputs`` as a tuple, with torch's checks (None: every leaf)."""
+    if inputs is None:
+        return None
+    if isinstance(inputs, Mapping):
+        if type(inputs) is not dict:
+            raise TypeError(f"`inputs` argument to `backward()` must be a dict, not {type(inputs).__name__}. "
+                            "Other Mapping types are not supported.")
+        inputs = tuple(inputs.values())
+    inputs = (inputs,) if isinstance(inputs, np.ndarray) else tuple(inputs)
+    if not inputs:
+        raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+    return inputs
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bool = False,
@@ -289,8 +347,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     do not depend on raises unless ``allow_unused`` (then its gradient is None, or zeros with
     ``materialize_grads``). Higher-order gradients (``create_graph=True``) are not supported.
     """
-    from modulecraft.autograd.tensor import Tensor
-
     _reject_create_graph(create_graph)
     if materialize_grads:
         allow_unused = True if allow_unused is None else allow_unused
@@ -305,7 +361,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     edges, root_grads = _root_edges(outputs, grads)
     captures: dict = {}
     for position, tensor in enumerate(inputs):
-        if not isinstance(tensor, Tensor) or not tensor._requires_grad:
+        if not _requires_grad(tensor):
             raise RuntimeError("One of the differentiated Tensors does not require grad")
         captures.setdefault(tensor._edge(), []).append(position)
     retain = bool(retain_graph) if retain_graph is not None else create_graph

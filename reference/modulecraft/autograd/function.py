@@ -4,10 +4,15 @@ As in torch, ``MyFunction.apply(*args)`` runs ``forward`` with grad mode off and
 grad, records one node of class ``MyFunctionBackward``. That node is also the ``ctx`` both methods receive:
 attributes set on it in ``forward`` are there in ``backward``, and ``register_hook``/``register_prehook``
 on ``output.grad_fn`` work as on any node. With several outputs the node's ``backward`` gets one gradient
-per output; outputs that received none get zeros (torch's ``materialize_grads`` default).
+per output; outputs that received none get zeros (torch's ``materialize_grads`` default). As torch's, a
+Function is never instantiated (``MyFunction()`` warns, calling the instance raises: a legacy Function), and
+``once_differentiable`` marks a ``backward`` that runs with grad mode off.
 """
 
 from __future__ import annotations
+
+import functools
+import warnings
 
 import numpy as np
 
@@ -16,7 +21,7 @@ from modulecraft.autograd.graph import Node
 from modulecraft.autograd.ops.elementwise import unbroadcast
 from modulecraft.autograd.tensor import Tensor, edges, mark_function_view, result, version_counter
 
-__all__ = ["Function", "FunctionCtx", "BackwardCFunction"]
+__all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable"]
 
 
 class FunctionCtx:
@@ -55,6 +60,9 @@ class BackwardCFunction(FunctionCtx, Node):
     @property
     def saved_tensors(self) -> tuple:
         return self.saved_values()
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(f"'{type(self).__name__}' object is not callable")  # as torch's custom Function nodes
 
     def backward(self, grad):
         """The engine's call for a node with one output (the Function's own backward is called by apply)."""
@@ -111,6 +119,16 @@ class Function(metaclass=_FunctionMeta):
     """Subclass with ``@staticmethod forward(ctx, *args)`` and ``@staticmethod backward(ctx, *grads)`` (or
     torch 2's ``forward(*args)`` plus ``setup_context(ctx, inputs, output)``); call ``apply``, never
     ``forward``, to get a recorded result."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        warnings.warn(f"{self.__class__} should not be instantiated. Methods on autograd functions are all static, "
+                      "so you should invoke them on the class itself. Instantiating an autograd function will raise "
+                      "an error in a future version of PyTorch.", DeprecationWarning, stacklevel=2)
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError("Legacy autograd function with non-static forward method is deprecated. Please use "
+                           "new-style autograd function with static forward method. (Example: "
+                           "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)")
 
     @staticmethod
     def forward(ctx, *args, **kwargs):
@@ -170,3 +188,17 @@ class Function(metaclass=_FunctionMeta):
                                   (version_counter(t) for t in saved if isinstance(t, Tensor)))
             del ctx.to_save
         return tuple(wrapped) if several else wrapped[0]
+
+
+def once_differentiable(backward):
+    """Decorate a Function's ``backward`` that is not itself differentiable: it runs with grad mode off.
+
+    torch also makes a double backward through it fail; here every backward runs on plain arrays with grad
+    mode off and no graph is recorded (no ``create_graph``), so there is nothing more to do.
+    """
+    @functools.wraps(backward)
+    def wrapper(ctx, *grads):
+        with grad_mode.no_grad():
+            return backward(ctx, *grads)
+
+    return wrapper

@@ -18,6 +18,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from modulecraft.autograd import grad_mode
 from modulecraft.utils.hooks import RemovableHandle
 
 __all__ = ["Node", "AccumulateGrad"]
@@ -95,6 +96,23 @@ class Node:
     def backward(self, grad):
         raise NotImplementedError(f"{self.name()} does not implement backward")
 
+    def __call__(self, *grads, **kwargs):
+        """This node alone (no hooks) on one gradient per output, as torch's ``grad_fn(*grads)``: one gradient per
+        edge of ``next_functions``, a single one unwrapped. The gradients are plain arrays, as in backward."""
+        if kwargs:
+            raise TypeError("keyword arguments are not supported")
+        if len(grads) != self.num_outputs:
+            raise TypeError(f"expected {self.num_outputs} arguments, got {len(grads)} instead")
+        for index, grad in enumerate(grads):
+            if grad is not None and not isinstance(grad, np.ndarray):
+                raise TypeError(f"argument {index} is not a Variable")
+        if all(grad is None for grad in grads):
+            gradients = (None,) * len(self.next_functions)
+        else:
+            with grad_mode.no_grad():
+                gradients = self.apply([None if grad is None else np.asarray(grad) for grad in grads])
+        return gradients[0] if len(gradients) == 1 else tuple(gradients)
+
     def _hooks(self) -> _NodeHooks:
         if self._hook_tables is None:
             self._hook_tables = _NodeHooks()
@@ -166,7 +184,10 @@ class AccumulateGrad(Node):
             np.add(existing, grad, out=existing, casting="unsafe")
         if variable._post_accumulate_grad_hooks is not None:
             for hook in tuple(variable._post_accumulate_grad_hooks.values()):
-                if hook(variable) is not None:
+                returned = hook(variable)
+                if returned is not None:
+                    if not isinstance(returned, np.ndarray):
+                        raise TypeError(f"expected Variable, but hook returned '{type(returned).__name__}'")
                     raise RuntimeError("Tensor post accumulate grad hooks should return None.")
         return ()
 

@@ -44,6 +44,7 @@ from collections import OrderedDict
 import numpy as np
 
 from modulecraft.autograd import grad_mode
+from modulecraft.autograd.engine import backward
 from modulecraft.autograd.graph import Node, weak_accumulator
 from modulecraft.autograd.ops.registry import FUNCTIONS, UFUNCS
 from modulecraft.utils.hooks import RemovableHandle
@@ -101,6 +102,8 @@ class Tensor(np.ndarray):
         self._requires_grad = bool(value)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        if requires_grad and self.dtype.kind not in "fc":  # the setter says "floating point and complex dtype"
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self.requires_grad = requires_grad
         return self
 
@@ -110,6 +113,11 @@ class Tensor(np.ndarray):
         if self._view_base is not None and _stale(self):
             _ops().shaping.regenerate_view(self)
         return self._grad_fn
+
+    @property
+    def output_nr(self) -> int:
+        """Which output of its ``grad_fn`` this tensor is (0 for leaves)."""
+        return self._output_nr
 
     @property
     def is_leaf(self) -> bool:
@@ -192,15 +200,10 @@ class Tensor(np.ndarray):
         """Compute the gradient of this tensor with respect to the leaves and add it into their ``.grad``.
 
         ``gradient`` is required unless the tensor has one element; ``retain_graph=True`` keeps the saved
-        values for a second backward. ``create_graph=True`` (higher-order gradients) is not supported, nor
-        is ``inputs``.
+        values for a second backward; with ``inputs``, only those accumulate (see ``autograd.backward``).
+        ``create_graph=True`` (higher-order gradients) is not supported.
         """
-        from modulecraft.autograd.engine import backward
-
-        if inputs is not None:
-            raise NotImplementedError("backward(inputs=...) is not supported by modulecraft; use "
-                                      "modulecraft.autograd.grad(outputs, inputs) instead")
-        backward(self, None if gradient is None else (gradient,), retain_graph, create_graph)
+        backward(self, None if gradient is None else (gradient,), retain_graph, create_graph, inputs=inputs)
 
     def detach(self) -> Tensor:
         """A new leaf sharing this tensor's memory (and version counter) that does not require grad."""

@@ -275,14 +275,20 @@ class MseLossBackward0(Node):
                 unbroadcast(-grad_difference, shape_target) if target_edge is not None else None)
 
 
-def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "mean"):
-    """The mean (or sum, or elementwise) squared difference; warns, as torch, when the shapes differ."""
-    if size_average is not None or reduce is not None:
-        reduction = _legacy_reduction(size_average, reduce)
+def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", weight=None):
+    """The mean (or sum, or elementwise) squared difference; warns, as torch, when the shapes differ.
+
+    With ``weight`` (one per element of ``input``), each squared difference is weighted, and 'mean' divides the
+    sum by the sum of the weights (torch 2.13's rule).
+    """
     if np.shape(target) != np.shape(input):
         warnings.warn(f"Using a target size ({np.shape(target)}) that is different to the input size "
                       f"({np.shape(input)}). This will likely lead to incorrect results due to broadcasting. "
                       "Please ensure they have the same size.", stacklevel=2)
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    if weight is not None:
+        return _weighted_mse_loss(input, target, reduction, weight)
     difference = np.asarray(plain(input)) - np.asarray(plain(target))
     difference, _ = np.broadcast_arrays(difference, difference)
     values = _reduce(difference * difference, reduction)
@@ -293,6 +299,19 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "me
     node.shapes = (np.shape(input), np.shape(target))
     save(node, (), (difference,))
     return result(values, node)
+
+
+def _weighted_mse_loss(input, target, reduction: str, weight):
+    """torch's weighted mean squared error, built as torch builds it: from recorded operations."""
+    if np.shape(weight) != np.shape(input):
+        raise ValueError("Weights and input must have the same size.")
+    if reduction not in ("none", "sum", "mean"):
+        raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', 'sum'.")
+    difference = input - target
+    weighted = difference * difference * weight
+    if reduction == "none":
+        return weighted
+    return weighted.sum() if reduction == "sum" else weighted.sum() / np.sum(weight)
 
 
 class NllLossBackward0(Node):

@@ -1,5 +1,8 @@
 """Handles that remove a registered hook again, and the machinery of a module's full backward hooks
-(mirrors ``torch.utils.hooks``: ``RemovableHandle``, ``BackwardHook``)."""
+(mirrors ``torch.utils.hooks``: ``RemovableHandle``, ``BackwardHook``).
+
+A utility below the autograd package and ``nn`` (both use ``RemovableHandle``): it imports neither of them.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +12,6 @@ from collections import OrderedDict
 from typing import Any
 
 import numpy as np
-
-from modulecraft.autograd import grad_mode
 
 
 class RemovableHandle:
@@ -62,14 +63,6 @@ class RemovableHandle:
         self.remove()
 
 
-def _identity_function():
-    """``modulecraft.nn.modules._functions.BackwardHookFunction``, looked up at each call: not at import time (the
-    autograd package imports this module), and a class put in its place (a learner's) is the one used."""
-    from modulecraft.nn.modules import _functions
-
-    return _functions.BackwardHookFunction
-
-
 class BackwardHook:
     """Runs a module's full backward hooks and backward pre-hooks (mirrors ``torch.utils.hooks.BackwardHook``).
 
@@ -79,7 +72,13 @@ class BackwardHook:
     outputs end and another where its inputs begin. The hook on the output node sees grad_output first: the
     pre-hooks run there and may replace it. The hook on the input node then sees grad_input and calls the
     full hooks with both, each of which may replace grad_input. Non-tensor positions show up as None.
+
+    The identity node comes from ``modulecraft.nn.modules._functions``, which hands itself over as ``functions``
+    when imported (this utility imports nothing from nn): its ``BackwardHookFunction`` is read there at each call,
+    so a class put in its place (a learner's) is the one used; its ``is_grad_enabled`` says whether to record.
     """
+
+    functions: Any = None  # modulecraft.nn.modules._functions, set by that module
 
     def __init__(self, module, user_hooks, user_pre_hooks) -> None:
         self.module = module
@@ -133,9 +132,10 @@ class BackwardHook:
                 tensors_idx.append(index)
                 tensors.append(arg)
                 requires_grad = requires_grad or getattr(arg, "_requires_grad", False)
-        if not (requires_grad and grad_mode.state.enabled):
+        functions = BackwardHook.functions
+        if not (requires_grad and functions.is_grad_enabled()):
             return args, None
-        new_tensors = _identity_function().apply(*tensors)
+        new_tensors = functions.BackwardHookFunction.apply(*tensors)
         if len(new_tensors) == 0:
             raise RuntimeError("Cannot set Module backward hook for a Module with no input Tensors.")
         grad_fns = [grad_fn for grad_fn in (getattr(tensor, "grad_fn", None) for tensor in new_tensors)

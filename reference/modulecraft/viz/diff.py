@@ -8,14 +8,13 @@ materialises lazy parameters is drawn as it really loads, and the drawing never 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from . import style
 from .render import Drawing
-from .steppers import FORGIVEN, LOADED, MISSING, NOT_AN_ARRAY, REFUSED, ROW_STATUS, SIZE_MISMATCH, TAKEN, UNEXPECTED
-from .steppers import LoadStep
-from .steppers import step_load_state_dict
+from .steppers import FORGIVEN, LOADED, MISSING, NOT_AN_ARRAY, REFUSED, SIZE_MISMATCH, TAKEN, UNEXPECTED
+from .steppers import row_marks, step_load_state_dict
 from .structure import ModuleTree
 from .tree import RowMark, TreeDrawer, TreeOptions
 
@@ -38,20 +37,6 @@ class LoadReport:
         """True when ``load_state_dict(strict=True)`` succeeds."""
         return not (self.missing_keys or self.unexpected_keys or self.size_mismatches or self.not_arrays
                     or self.refused)
-
-
-def row_marks(steps: Iterable[LoadStep], note: Callable[[int, LoadStep], str]) -> dict[str, dict[str, RowMark]]:
-    """``{node: {entry: mark}}`` for drawing load steps on the tree, with ``note(index, step)`` under each row.
-
-    An entry is named relative to its module; one met on a second path to a shared module (drawn once, at its
-    first name) is named in full.
-    """
-    marks: dict[str, dict[str, RowMark]] = {}
-    for index, step in enumerate(steps):
-        at_its_node = step.module == step.node
-        entry = step.key.removeprefix(f"{step.module}.") if at_its_node and step.module else step.key
-        marks.setdefault(step.node, {})[entry] = RowMark(ROW_STATUS[step.outcome], note(index, step))
-    return marks
 
 
 def check_state_dict(module, state_dict: Mapping) -> tuple[LoadReport, dict[str, dict[str, RowMark]]]:

@@ -10,7 +10,7 @@ tests) it shows as the static sequence of its steps, so an exported notebook sti
 from __future__ import annotations
 
 import copy
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from html import escape
 
@@ -470,6 +470,20 @@ class CallStepper(Stepper):
         return _listing(events, position, "events so far")
 
 
+def row_marks(steps: Iterable[LoadStep], note: Callable[[int, LoadStep], str]) -> dict[str, dict[str, RowMark]]:
+    """``{node: {entry: mark}}`` for drawing load steps on the tree, with ``note(index, step)`` under each row.
+
+    An entry is named relative to its module; one met on a second path to a shared module (drawn once, at its
+    first name) is named in full.
+    """
+    marks: dict[str, dict[str, RowMark]] = {}
+    for index, step in enumerate(steps):
+        at_its_node = step.module == step.node
+        entry = step.key.removeprefix(f"{step.module}.") if at_its_node and step.module else step.key
+        marks.setdefault(step.node, {})[entry] = RowMark(ROW_STATUS[step.outcome], note(index, step))
+    return marks
+
+
 class LoadStepper(Stepper):
     """``load_state_dict`` key by key: where each entry lands, or why it is missing, unexpected or refused."""
 
@@ -489,8 +503,6 @@ class LoadStepper(Stepper):
 
     def _row_marks(self, position: int) -> dict[str, dict[str, RowMark]]:
         """Each entry handled so far marked with its outcome; the current one also with its reason."""
-        from .diff import row_marks  # imported here: diff builds on this module's steps
-
         return row_marks(self.steps[:position + 1], lambda index, step: step.reason if index == position else "")
 
     def panel(self, position: int) -> str:

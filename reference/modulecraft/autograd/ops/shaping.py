@@ -178,19 +178,53 @@ def getitem(a: Tensor, key):
 
 
 class CopySlices(Node):
-    """``tensor[key] = value`` on a tensor in a graph: the old values' gradient loses the written part."""
+    """``tensor[key] = value`` on a tensor in a graph: the old values' gradient loses the written part.
 
-    __slots__ = ("key", "value_shape")
+    After an in-place change of a view of the tensor (``fn``: the node of that change, recorded on the view's old
+    value, input ``own`` of it), as torch's: the part of the gradient under the view goes through ``fn``, whose
+    gradient for the view's old value takes that part's place; ``fn``'s other gradients go to its other inputs.
+    The view's old node thus no longer runs (nor its hooks). ``keys``: the indexing from the tensor to the part
+    written; ``value_shape``: the shape of the value written (without ``fn``).
+    """
+
+    __slots__ = ("keys", "value_shape", "fn", "own")
+
+    def __init__(self, next_functions: tuple, keys: tuple, value_shape: tuple | None = None, fn: Node | None = None,
+                 own: int | None = None) -> None:
+        super().__init__(next_functions)
+        self.keys, self.value_shape, self.fn, self.own = keys, value_shape, fn, own
 
     def backward(self, grad):
-        (old, _), (value, _) = self.next_functions
-        grad_old = grad_value = None
-        if old is not None:
-            grad_old = np.array(grad, copy=True)
-            grad_old[self.key] = 0
-        if value is not None:
-            grad_value = unbroadcast(np.asarray(grad)[self.key], self.value_shape)
-        return grad_old, grad_value
+        if self.fn is None:
+            (old, _), (value, _) = self.next_functions
+            grad_old = grad_value = None
+            if old is not None:
+                grad_old = np.array(grad, copy=True)
+                holder, key = _holder(grad_old, self.keys)
+                holder[key] = 0
+            if value is not None:
+                holder, key = _holder(np.asarray(grad), self.keys)
+                grad_value = unbroadcast(holder[key], self.value_shape)
+            return grad_old, grad_value
+        result = np.array(grad, copy=True)
+        holder, key = _holder(result, self.keys)
+        grads = list(self.fn.apply([np.array(holder[key], copy=True)]))
+        own = grads.pop(self.own) if self.own is not None else None
+        holder[key] = 0 if own is None else own
+        return (result, *grads)
+
+    def release_saved(self) -> None:
+        super().release_saved()
+        if self.fn is not None:
+            self.fn.release_saved()
+
+
+def _holder(array: np.ndarray, keys: tuple) -> tuple:
+    """``(holder, key)``: ``holder[key]`` is ``array`` indexed with each of ``keys`` in turn (views until the last
+    key, so that ``holder[key] = ...`` writes into ``array``, also where the last gives a 0-d value)."""
+    for key in keys[:-1]:
+        array = array[key]
+    return array, keys[-1]
 
 
 def setitem(a: Tensor, key, value) -> None:
@@ -203,9 +237,7 @@ def setitem(a: Tensor, key, value) -> None:
     recording = grad_mode.state.enabled and (a._grad_fn is not None
                                              or (is_tracked(value) and not data_write_into_leaf))
     if recording:
-        node = CopySlices(edges((a, value)))
-        node.key = key
-        node.value_shape = np.shape(value)
+        node = CopySlices(edges((a, value)), (key,), np.shape(value))
     raw[key] = plain(value)
     version_counter(a)[0] += 1
     if recording:
@@ -217,17 +249,18 @@ def setitem(a: Tensor, key, value) -> None:
 
 def rebase_view(view: Tensor, node: Node) -> None:
     """``view``, taken by indexing from a tensor in a graph, was changed in place and now holds the output of
-    ``node``: record the change on the tensor it was taken from, as ``base[index] = <new value>`` (torch's
-    ``CopySlices``), and read the view (and the views between) back from that tensor's new value.
+    ``node``: record the change on the tensor the chain of views starts from (torch's ``CopySlices``, which runs
+    ``node`` itself), and read the view (and the views between) back from that tensor's new value.
 
     ``_refuse_graph_write`` has checked that every view of the chain was made by indexing.
     """
     chain = view_chain(view)
-    for link in chain:
-        copy = CopySlices(edges((link._view_base,)) + ((node, 0),))
-        copy.key, copy.value_shape = link._view_index, link.shape
-        node = copy
-    set_grad_fn(chain[-1]._view_base, node)
+    base = chain[-1]._view_base
+    # node's input that was the view's old value (none when the view was in no graph: its gradient goes nowhere)
+    own = node.next_functions.index((view._grad_fn, view._output_nr)) if view._grad_fn is not None else None
+    others = tuple(edge for index, edge in enumerate(node.next_functions) if index != own)
+    keys = tuple(link._view_index for link in reversed(chain))
+    set_grad_fn(base, CopySlices(edges((base,)) + others, keys, fn=node, own=own))
     regenerate_view(view)
 
 

@@ -1,5 +1,6 @@
 """The module classes of ``modulecraft.nn``, one mechanism or layer family per file."""
 
+from modulecraft.nn.modules import _functions  # noqa: F401  (hands BackwardHookFunction to BackwardHook)
 from modulecraft.nn.modules.module import Module
 from modulecraft.nn.modules.activation import ReLU
 from modulecraft.nn.modules.batchnorm import BatchNorm1d, LazyBatchNorm1d

@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
+import sys
+
 from modulecraft.autograd.function import Function
+from modulecraft.autograd.grad_mode import is_grad_enabled  # noqa: F401  (read by BackwardHook)
+from modulecraft.utils.hooks import BackwardHook
 
 
 class BackwardHookFunction(Function):
@@ -27,3 +31,6 @@ class BackwardHookFunction(Function):
     @staticmethod
     def backward(ctx, *grads):
         return grads
+
+
+BackwardHook.functions = sys.modules[__name__]  # BackwardHook reads BackwardHookFunction here, at each call

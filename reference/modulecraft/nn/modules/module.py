@@ -10,7 +10,8 @@ dispatch tests ``isinstance(value, Parameter)``, which accepts any array flagged
 Error messages keep torch's wording; where torch names its own types (``torch.nn.Parameter``,
 ``torch.FloatTensor``, ``torch.Size([3])``) we name ours (``modulecraft.nn.Parameter``, ``numpy.ndarray``,
 ``(3,)``). What numpy forces to differ: no devices (``to`` accepts only ``"cpu"``); a dtype change makes
-new arrays (see ``_apply``); ``grad`` is always a plain ndarray (see ``zero_grad``).
+new arrays (see ``_apply``); ``grad`` is always a plain ndarray (see ``zero_grad``); no memory shared between
+processes (``share_memory`` is refused).
 
 Backward hooks work as torch's (``BackwardHook`` in ``modulecraft.utils.hooks``) on ``modulecraft.autograd``.
 A plain ndarray counts as a tensor that does not require grad, so it gets None in grad_input and grad_output.
@@ -875,6 +876,17 @@ class Module:
     def cpu(self) -> Module:
         """numpy arrays always live in host memory: nothing to move."""
         return self
+
+    def share_memory(self) -> Module:
+        """Refused: torch moves every parameter and buffer into memory shared between processes, in place; a
+        numpy array cannot change its memory, and new arrays would not be the ones an optimizer holds. As torch,
+        an uninitialized lazy parameter or buffer is refused first, with torch's message."""
+        if any(is_lazy(t) for t in itertools.chain(self.parameters(), self.buffers())):
+            raise RuntimeError("Can't share memory on an uninitialized parameter or buffer. Call `forward` to "
+                               "initialize the parameters before calling `module.share_memory()`.")
+        raise NotImplementedError("modulecraft cannot share a module's memory between processes: numpy arrays "
+                                  "cannot be moved into shared memory in place. Train in one process, or pass "
+                                  "state_dict() to the other processes.")
 
     def to(self, *args, **kwargs) -> Module:
         """``to(dtype)``, ``to(array)`` (its dtype), ``to("cpu")`` or ``to("cpu", dtype)``.
