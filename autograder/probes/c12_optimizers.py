@@ -437,6 +437,11 @@ def adamw_hidden(yours, draw, check):
           "the plain gradient", lambda: run_with_state(yours.AdamW, plain, lr=lr, betas=betas, weight_decay=decay),
           close=True, hint="see 12.6: the decay multiplies the parameter by 1 - lr * weight_decay; it does not enter "
                            "the gradient, so exp_avg and exp_avg_sq are Adam's averages of p.grad itself.")
+    eps, epsilon_steps = draw.choice([0.05, 0.1, 0.5]), draw_steps(draw, 3)
+    check(f"three steps of AdamW(lr={lr}, betas={betas}, weight_decay={decay}, eps={eps}): eps where it matters",
+          lambda: run_steps(yours.AdamW, epsilon_steps, lr=lr, betas=betas, weight_decay=decay, eps=eps), close=True,
+          hint="see 12.5 and 12.6: AdamW's step after the decay is Adam's, eps added to the square root of the "
+               "bias-corrected average, sqrt(v_hat) + eps: with the default eps=1e-8 a misplaced eps hides.")
     check("four steps where the middle parameter of a group has no gradient at one step: a parameter without a "
           "gradient is not shrunk either",
           lambda: run_with_state(yours.AdamW, gaps, lr=lr, betas=betas, weight_decay=decay), close=True,

@@ -276,6 +276,12 @@ WRONG_IMPLEMENTATIONS = [
     ),
     dict(
         grade_id="c12_adamw",
+        mistake="adamw-eps-inside-the-root",
+        feedback="a misplaced eps hides",
+        edits=[('np.sqrt(v_hat) + group["eps"]', 'np.sqrt(v_hat + group["eps"])')],
+    ),
+    dict(
+        grade_id="c12_adamw",
         mistake="adamw-shrinks-parameters-without-gradient",
         feedback="is not shrunk either",
         edits=[("                for p in group[\"params\"]:\n"
