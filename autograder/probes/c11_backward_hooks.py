@@ -325,8 +325,8 @@ def check_hook_function(yours, check):
     issue", which would otherwise be blamed on this exercise's own code."""
     def one_tensor():
         outputs = yours.BackwardHookFunction.apply(modulecraft.Tensor(np.ones(2, dtype=np.float32)).requires_grad_())
-        return type(outputs).__name__, len(outputs), [getattr(getattr(out, "grad_fn", None), "name", lambda: None)()
-                                                      for out in outputs][:2]
+        names = [None if getattr(out, "grad_fn", None) is None else out.grad_fn.name() for out in list(outputs)[:2]]
+        return type(outputs).__name__, len(outputs), names
     check("your BackwardHookFunction (Exercise 3), which the module hooks here wrap with: apply on one tensor that "
           "requires grad gives (its type, its length, the grad_fn names of its items)", one_tensor,
           hint="this exercise runs on your Exercise 3: fix BackwardHookFunction first (your code here may well be "
