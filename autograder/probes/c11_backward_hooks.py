@@ -71,15 +71,26 @@ def grads_of(model):
     return {name: p.grad for name, p in model.named_parameters()}
 
 
+def with_non_finite(draw, array):
+    """`array` with one entry, at a drawn place, set to a drawn NaN or infinity: what a diverged step leaves in a
+    gradient (and what `grad *= 0` would keep: 0 * inf is NaN)."""
+    array = array.copy()
+    array.flat[draw.int(0, array.size - 1)] = draw.choice([np.nan, np.inf, -np.inf])
+    return array
+
+
+HINT_ZEROS = ("see 11.2: set_to_none=False leaves every existing gradient all zeros, in the same array, whatever it "
+              "held: a diverged step leaves inf or NaN in a gradient, and multiplying by 0 keeps NaN (0 * inf is "
+              "NaN); assign zeros instead.")
+
+
 @probe("c11_zero_grad_visible")
 def zero_grad_visible(yours, draw, check):
     width = draw.int(2, 4)
     names = ["scale", "linear.weight", "linear.bias", "child.weight", "child.bias"]
     with_grad = [name for name in names if draw.coin()] or [draw.choice(names)]
-    values = {name: draw.array(*shape) for name, shape in
+    values = {name: with_non_finite(draw, draw.array(*shape)) for name, shape in
               zip(names, [(width,), (width, 3), (width,), (1, width), (1,)])}
-    hint_zero = "see 11.2: walk self.parameters(); set_to_none=True sets grad to None, False zeroes the same array " \
-                "in place."
 
     def cleared(set_to_none):
         model = resettable_class(yours)(width, nn.Linear(width, 1))
@@ -93,10 +104,11 @@ def zero_grad_visible(yours, draw, check):
         return [(name, None if p.grad is None else (p.grad is before[name], float(np.abs(p.grad).sum())))
                 for name, p in model.named_parameters()]
     check(f"zero_grad() when {', '.join(with_grad)} have a gradient: (name, grad) of every parameter",
-          lambda: cleared(None), hint=hint_zero + " Without an argument it sets grads to None (set_to_none=True "
-                                                  "is the default).")
-    check(f"zero_grad(set_to_none=False) when {', '.join(with_grad)} have a gradient: "
-          "(name, (same array as before?, sum of |grad|))", lambda: cleared(False), hint=hint_zero)
+          lambda: cleared(None), hint="see 11.2: zero_grad() reaches every parameter of the module and its "
+                                      "descendants, and without an argument sets grads to None (set_to_none=True is "
+                                      "the default).")
+    check(f"zero_grad(set_to_none=False) when {', '.join(with_grad)} have a gradient (each with a NaN or an inf "
+          "somewhere): (name, (same array as before?, sum of |grad|))", lambda: cleared(False), hint=HINT_ZEROS)
 
     unfrozen = draw.choice(["child", "linear"])
 
@@ -120,19 +132,21 @@ def zero_grad_hidden(yours, draw, check):
     width = draw.int(2, 4)
     names = ["scale", "linear.weight", "linear.bias", "child.weight", "child.bias"]
     only = draw.choice(names)
+    shapes = dict(zip(names, [(width,), (width, 3), (width,), (1, width), (1,)]))
+    gradient = with_non_finite(draw, np.ones(shapes[only], dtype=np.float32))
 
     def one_grad():
         model = resettable_class(yours)(width, nn.Linear(width, 1))
         target = dict(model.named_parameters())[only]
-        target.grad = np.ones(target.shape, dtype=np.float32)
+        target.grad = gradient.copy()
         kept = target.grad
         result = model.zero_grad(set_to_none=False)
         return (result, [(name, None if p.grad is None else (p.grad is kept, p.grad.tolist()))
                          for name, p in model.named_parameters()])
-    check(f"zero_grad(set_to_none=False) when only {only} has a gradient: (what it returns, (name, (same array?, "
-          "grad)) of every parameter)", one_grad,
+    check(f"zero_grad(set_to_none=False) when only {only} has a gradient (with a NaN or an inf): (what it returns, "
+          "(name, (same array?, grad)) of every parameter)", one_grad,
           hint="see 11.2: zero_grad returns None, and must leave a grad that is None as None (not create zeros); "
-               "it fills the same grad array with zeros in place.")
+               "it fills the same grad array with zeros in place, whatever it held (0 * inf is NaN).")
     copies = draw.int(2, 3)
 
     def shared_frozen():
@@ -221,6 +235,11 @@ HINT_MARK = ("see 11.5: forward returns its inputs themselves (not copies: each 
              "ctx.needs_input_grad says which inputs require grad.")
 
 
+HINT_TUPLE = ("see 11.5: forward returns a tuple of its inputs even when there is one (apply then returns a tuple of "
+              "one): BackwardHook iterates over what apply returns, and iterating one tensor gives its rows, which "
+              "have no BackwardHookFunctionBackward node (torch then says 'Error while setting up backward hooks').")
+
+
 def describe_outputs(inputs, outputs):
     """Per output: (the same object as its input?, shares its input's memory?, requires grad, its grad_fn's name)."""
     return [(out is arg, bool(np.shares_memory(np.asarray(out), np.asarray(arg))), bool(getattr(out, "requires_grad",
@@ -259,6 +278,16 @@ def hook_function_visible(yours, draw, check):
           hint="see 11.5: backward returns one gradient per input, the one its output received; an input that "
                "does not require grad gets zeros (Function fills them in for an output that received none), "
                "never None.")
+    alone, factor = draw.array(draw.int(1, 3), draw.int(1, 3)), draw.int(2, 9)
+
+    def single():
+        leaf = modulecraft.Tensor(alone.copy()).requires_grad_()
+        outputs = yours.BackwardHookFunction.apply(leaf * 1)
+        first = outputs[0] if type(outputs) is tuple else outputs
+        (first * factor).sum().backward()
+        return type(outputs).__name__, len(outputs), first.grad_fn.name(), rounded(leaf.grad)
+    check(f"apply on one tensor that requires grad, then backward of sum(output 0 * {factor}): (the type apply "
+          "returned, its length, output 0's node name, the leaf's grad)", single, close=True, hint=HINT_TUPLE)
 
 
 @probe("c11_hook_function_hidden")
@@ -288,18 +317,20 @@ def hook_function_hidden(yours, draw, check):
           lambda: seen_in_backward(yours, kinds, values, weights), close=True,
           hint="see 11.5: an input that does not require grad gets zeros (not None) from backward; backward "
                "returns exactly the gradients it received.")
-    alone = draw.array(draw.int(1, 3), draw.int(1, 3))
-    factor = draw.int(2, 9)
 
-    def single():
-        leaf = modulecraft.Tensor(alone.copy()).requires_grad_()
-        outputs = applied(yours, [leaf * 1])
-        (outputs[0] * factor).sum().backward()
-        return len(outputs), outputs[0].grad_fn.name(), len(outputs[0].grad_fn.next_functions), rounded(leaf.grad)
-    check(f"apply on one tensor that requires grad, then backward of sum(output * {factor}): (how many outputs, "
-          "node name, its number of next_functions, the leaf's grad)", single, close=True,
-          hint="see 11.5: forward returns a tuple of its inputs even when there is one; backward passes the "
-               "gradient through unchanged.")
+
+def check_hook_function(yours, check):
+    """The first check of the exercises that run on the learner's BackwardHookFunction: when it cannot wrap one
+    tensor, modulecraft's BackwardHook fails with torch's "Error while setting up backward hooks. Please open an
+    issue", which would otherwise be blamed on this exercise's own code."""
+    def one_tensor():
+        outputs = yours.BackwardHookFunction.apply(modulecraft.Tensor(np.ones(2, dtype=np.float32)).requires_grad_())
+        names = [None if getattr(out, "grad_fn", None) is None else out.grad_fn.name() for out in list(outputs)[:2]]
+        return type(outputs).__name__, len(outputs), names
+    check("your BackwardHookFunction (Exercise 3), which the module hooks here wrap with: apply on one tensor that "
+          "requires grad gives (its type, its length, the grad_fn names of its items)", one_tensor,
+          hint="this exercise runs on your Exercise 3: fix BackwardHookFunction first (your code here may well be "
+               "right). " + HINT_TUPLE.removeprefix("see 11.5: "))
 
 
 # -- Exercise 4: the backward part of _call_impl ---------------------------------------------------------------------
@@ -309,9 +340,9 @@ def draw_wired(draw):
 
 
 def wired(yours, drawn):
-    """forward(x) = relu(h) * scale + h with h = linear(x) (several autograd nodes; the `+ h` keeps the input's
-    gradient from being all zeros when ReLU cuts every unit, where a slip would go unseen), called through the
-    learner's `call_impl`; and an input that requires grad."""
+    """forward(x, *, shift=None) = relu(h) * scale + h (+ shift) with h = linear(x) (several autograd nodes; the
+    `+ h` keeps the input's gradient from being all zeros when ReLU cuts every unit, where a slip would go unseen),
+    called through the learner's `call_impl`; and an input that requires grad."""
     seed, scale, data = drawn
 
     class Wired(nn.Module):
@@ -323,9 +354,10 @@ def wired(yours, drawn):
             self.linear = nn.Linear(3, 2)
             self.scale = nn.Parameter(scale.copy())
 
-        def forward(self, x):
+        def forward(self, x, *, shift=None):
             h = self.linear(x)
-            return F.relu(h) * self.scale + h
+            out = F.relu(h) * self.scale + h
+            return out if shift is None else out + shift
     return Wired(), modulecraft.Tensor(data.copy()).requires_grad_()
 
 
@@ -350,6 +382,8 @@ def rounded(array):
 
 @probe("c11_call_impl_visible")
 def call_impl_visible(yours, draw, check):
+    check_hook_function(yours, check)
+
     def full_and_pre(module, log):
         return [module.register_full_backward_pre_hook(lambda m, grad_output: log.append(("pre", rounded(grad_output[0])))),
                 module.register_full_backward_hook(
@@ -374,10 +408,32 @@ def call_impl_visible(yours, draw, check):
           "(what the second saw, linear.weight.grad, x.grad)", scaled, close=True,
           hint="see 11.4: a backward pre-hook alone must fire too: a BackwardHook is needed for backward pre-hooks "
                "even without full hooks.")
+    drawn, shift = draw_wired(draw), draw.array(2)
+
+    def keyword_call():
+        module, x = wired(yours, drawn)
+        moved = modulecraft.Tensor(shift.copy()).requires_grad_()
+        seen = []
+        handle = module.register_full_backward_hook(lambda m, gi, go: seen.append([rounded(g) for g in gi]))
+        try:
+            with warnings.catch_warnings(), hooks_with(yours):
+                warnings.simplefilter("ignore")
+                out = module(x, shift=moved)
+                out.sum().backward()
+        finally:
+            handle.remove()
+        return rounded(out), seen, rounded(moved.grad), rounded(x.grad)
+    check("a call with a keyword argument, Wired()(x, shift=s), and a full backward hook: (the output, the hook's "
+          "grad_input, s.grad, x.grad)", keyword_call, close=True,
+          hint="see 11.4 and 11.5: keyword arguments reach forward as they came (forward(*args, **kwargs)), with "
+               "hooks as without; only the positional arguments are wrapped, so grad_input has one entry per "
+               "positional argument.")
 
 
 @probe("c11_call_impl_hidden")
 def call_impl_hidden(yours, draw, check):
+    check_hook_function(yours, check)
+
     def global_and_local(module, log):
         return [registry.register_module_full_backward_hook(
                     lambda m, gi, go: log.append(("global", type(m).__name__, rounded(gi[0])))
@@ -444,6 +500,7 @@ def grads(model):
 
 @probe("c11_watch_gradients_visible")
 def watch_gradients_visible(yours, draw, check):
+    check_hook_function(yours, check)
     model, data = watched(draw)
     max_norm = draw.choice([0.2, 0.3, 0.5, 0.8])
     log = []
@@ -465,6 +522,7 @@ def watch_gradients_visible(yours, draw, check):
 
 @probe("c11_watch_gradients_hidden")
 def watch_gradients_hidden(yours, draw, check):
+    check_hook_function(yours, check)
     model, data = watched(draw)
     scale = draw.choice([0.001, 0.002, 0.005])
     log, handles = [], []

@@ -117,7 +117,9 @@ def sgd_visible(yours, draw, check):
     lr, momentum = draw.choice([0.1, 0.05, 0.2]), draw.choice([0.5, 0.9])
     plain, with_momentum = draw_steps(draw, 3), draw_steps(draw, 3)
     check(f"three steps of SGD(lr={lr}): p -= lr * grad, in place", lambda: run_steps(yours.SGD, plain, lr=lr),
-          close=True, hint="see 12.2: without momentum or decay a step is p -= lr * p.grad, on the parameter itself.")
+          close=True, hint="see 12.2: without momentum or decay a step is p -= lr * p.grad, on the parameter itself, "
+                           "under modulecraft.no_grad() (outside it, autograd refuses an in-place change of a leaf "
+                           "that requires grad).")
     check(f"three steps of SGD(lr={lr}, momentum={momentum}): the momentum buffer starts as a copy of the first "
           "gradient and is kept in state[p] between steps", lambda: run_steps(yours.SGD, with_momentum, lr=lr,
                                                                              momentum=momentum),
@@ -160,18 +162,23 @@ def sgd_hidden(yours, draw, check):
                "first gradient, not the gradient array itself (step must not change p.grad); state[p] holds the "
                "momentum_buffer.")
 
+    diverged = grad.copy()
+    diverged[draw.int(0, 1)] = draw.choice([np.nan, np.inf, -np.inf])
+
     def zeroed():
         p, q = nn.Parameter(start.copy()), nn.Parameter(start.copy())
-        p.grad = grad.copy()
+        p.grad = diverged.copy()
         kept = p.grad
         optimizer = yours.SGD([p, q], lr=0.1)
         optimizer.zero_grad(set_to_none=False)
         after_false = (p.grad is kept, None if p.grad is None else p.grad.tolist(), q.grad is None)
         optimizer.zero_grad()
         return after_false, p.grad is None
-    check("zero_grad(set_to_none=False) then zero_grad(): ((same array?, p.grad, q.grad is None), p.grad is None)",
-          zeroed, hint="see 12.2: zero_grad(set_to_none=False) fills the same grad arrays with zeros and leaves a None "
-                       "grad as None; zero_grad() sets every grad to None by default.")
+    check("zero_grad(set_to_none=False) on a p.grad holding a NaN or an inf, then zero_grad(): ((same array?, "
+          "p.grad, q.grad is None), p.grad is None)",
+          zeroed, hint="see 12.2: zero_grad(set_to_none=False) fills the same grad arrays with zeros, whatever they "
+                       "held (multiplying by 0 is not enough: 0 * inf is NaN), and leaves a None grad as None; "
+                       "zero_grad() sets every grad to None by default.")
 
 
 # -- Exercise 3: predict, then run (graded on its form only: a constant answer cannot be graded securely) ------------
@@ -270,6 +277,19 @@ def state_dict_visible(yours, draw, check):
           resumed, close=True,
           hint="see 12.3: number the parameters 0, 1, 2, ... across the groups and key the state by those numbers.")
 
+    def saved_then_continued():
+        run = Run(drawn, 0)
+        run.train(before)
+        yours.optimizer_state_dict(run.optimizer)
+        return run.train(after)
+    check(f"the losses of {after} more steps of the same run after saving with your optimizer_state_dict (saved "
+          f"after {before} steps)", saved_then_continued, close=True, hint=HINT_UNCHANGED)
+
+
+HINT_UNCHANGED = ("see 12.3: saving never changes the optimizer: each group's entry is a new dict with a new "
+                  "\"params\" list of indices; the optimizer's own groups keep their parameters (a training loop "
+                  "goes on after a checkpoint).")
+
 
 @probe("c12_state_dict_hidden")
 def state_dict_hidden(yours, draw, check):
@@ -277,6 +297,14 @@ def state_dict_hidden(yours, draw, check):
     run = Run(drawn, 0)
     run.train(steps)
     params = [p for group in run.optimizer.param_groups for p in group["params"]]
+
+    def groups_after_saving():
+        own = [list(group["params"]) for group in run.optimizer.param_groups]
+        yours.optimizer_state_dict(run.optimizer)
+        return [(len(group["params"]), all(q is p for q, p in zip(group["params"], kept)))
+                for group, kept in zip(run.optimizer.param_groups, own)]
+    check("the optimizer's own groups after your optimizer_state_dict: per group, (how many params, still "
+          "its parameter objects?)", groups_after_saving, hint=HINT_UNCHANGED)
     check("the params of each group in your optimizer_state_dict",
           lambda: [g["params"] for g in yours.optimizer_state_dict(run.optimizer)["param_groups"]],
           hint="see 12.3: the indices are numbered across the groups, the second group continuing the first.")
@@ -352,6 +380,11 @@ def adam_hidden(yours, draw, check):
           lambda: run_with_state(yours.Adam, gaps, lr=lr, betas=betas), close=True,
           hint="see 12.5: a parameter whose grad is None is skipped (no update, its state untouched); step is counted "
                "per parameter in state[p]['step'], not once per optimizer.step().")
+    eps, epsilon_steps = draw.choice([0.05, 0.1, 0.5]), draw_steps(draw, 3)
+    check(f"three steps of Adam(lr={lr}, betas={betas}, eps={eps}): eps where it matters",
+          lambda: run_steps(yours.Adam, epsilon_steps, lr=lr, betas=betas, eps=eps), close=True,
+          hint="see 12.5: eps is added to the square root of the bias-corrected average, sqrt(v_hat) + eps (not "
+               "inside the root, not before the bias correction): with the default eps=1e-8 the difference hides.")
     start, grad, loss = draw.array(2), draw.array(2), float(draw.int(1, 99))
 
     def closure_and_grad():
@@ -404,6 +437,11 @@ def adamw_hidden(yours, draw, check):
           "the plain gradient", lambda: run_with_state(yours.AdamW, plain, lr=lr, betas=betas, weight_decay=decay),
           close=True, hint="see 12.6: the decay multiplies the parameter by 1 - lr * weight_decay; it does not enter "
                            "the gradient, so exp_avg and exp_avg_sq are Adam's averages of p.grad itself.")
+    eps, epsilon_steps = draw.choice([0.05, 0.1, 0.5]), draw_steps(draw, 3)
+    check(f"three steps of AdamW(lr={lr}, betas={betas}, weight_decay={decay}, eps={eps}): eps where it matters",
+          lambda: run_steps(yours.AdamW, epsilon_steps, lr=lr, betas=betas, weight_decay=decay, eps=eps), close=True,
+          hint="see 12.5 and 12.6: AdamW's step after the decay is Adam's, eps added to the square root of the "
+               "bias-corrected average, sqrt(v_hat) + eps: with the default eps=1e-8 a misplaced eps hides.")
     check("four steps where the middle parameter of a group has no gradient at one step: a parameter without a "
           "gradient is not shrunk either",
           lambda: run_with_state(yours.AdamW, gaps, lr=lr, betas=betas, weight_decay=decay), close=True,

@@ -144,6 +144,12 @@ def test_wrong_implementation_loses_points_and_feedback_names_it(chapter, wrong,
     assert any(wrong["feedback"] in error for error in errors), errors
     # ... and reach the learner in the feedback page.
     assert wrong["feedback"] in _text(course.feedback_html(student, chapter))
+    # An exercise that builds on this one and loses points with it names this mistake, not its own code.
+    for cell in autograded.cells:
+        grade_id = nbgrader_meta(cell).get("grade_id")
+        if "dependents_feedback" in wrong and grade_id in reach(wrong) - own and scores[grade_id] < full[grade_id]:
+            failed = [f"{out.ename}: {out.evalue}" for out in cell.get("outputs", []) if out.output_type == "error"]
+            assert any(wrong["dependents_feedback"] in error for error in failed), (grade_id, failed)
 
 
 def _text(page: str) -> str:

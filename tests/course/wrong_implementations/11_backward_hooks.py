@@ -41,6 +41,12 @@ WRONG_IMPLEMENTATIONS = [
     ),
     dict(
         grade_id="c11_zero_grad",
+        mistake="zero-grad-times-zero",
+        feedback="multiplying by 0 keeps NaN",
+        edits=[("                p.grad[...] = 0\n", "                p.grad *= 0\n")],
+    ),
+    dict(
+        grade_id="c11_zero_grad",
         mistake="requires-grad-not-returning-self",
         feedback="returns self?",
         edits=[("    return self", "    return None")],
@@ -95,6 +101,21 @@ WRONG_IMPLEMENTATIONS = [
         feedback="never None",
         edits=[("        return grads",
                 "        return tuple(grad if needed else None for grad, needed in zip(grads, ctx.needs_input_grad))")],
+    ),
+    # Apply then returns the tensor itself, not a tuple of one: Exercise 3's other checks pass, and BackwardHook
+    # fails in Exercises 4 and 5 with torch's "Please open an issue", which their feedback must not blame on them.
+    dict(
+        grade_id="c11_hook_function",
+        mistake="single-output-not-a-tuple",
+        feedback="forward returns a tuple of its inputs even when there is one",
+        dependents_feedback="fix BackwardHookFunction first",
+        edits=[("        return args\n", "        return args[0] if len(args) == 1 else args\n")],
+    ),
+    dict(
+        grade_id="c11_call_impl",
+        mistake="keyword-arguments-dropped",
+        feedback="keyword arguments reach forward as they came",
+        edits=[("    result = self.forward(*args, **kwargs)\n", "    result = self.forward(*args)\n")],
     ),
     dict(
         grade_id="c11_call_impl",

@@ -85,6 +85,50 @@ WRONG_IMPLEMENTATIONS = [
     ),
     dict(
         grade_id="c12_sgd",
+        mistake="sgd-zero-grad-times-zero",
+        feedback="0 * inf is NaN",
+        edits=[("                        p.grad[...] = 0", "                        p.grad *= 0")],
+    ),
+    dict(
+        grade_id="c12_sgd",
+        mistake="sgd-step-outside-no-grad",
+        feedback="under modulecraft.no_grad()",
+        edits=[('        with modulecraft.no_grad():\n'
+                '            for group in self.param_groups:\n'
+                '                for p in group["params"]:\n'
+                '                    if p.grad is None:\n'
+                '                        continue\n'
+                '                    g = p.grad\n'
+                '                    if group["weight_decay"] != 0:\n'
+                '                        g = g + group["weight_decay"] * np.asarray(p)\n'
+                '                    if group["momentum"] != 0:\n'
+                '                        state = self.state[p]\n'
+                '                        if "momentum_buffer" not in state:\n'
+                '                            state["momentum_buffer"] = np.array(g, copy=True)\n'
+                '                        else:\n'
+                '                            state["momentum_buffer"] *= group["momentum"]\n'
+                '                            state["momentum_buffer"] += g\n'
+                '                        g = state["momentum_buffer"]\n'
+                '                    p -= group["lr"] * g\n',
+                '        for group in self.param_groups:\n'
+                '            for p in group["params"]:\n'
+                '                if p.grad is None:\n'
+                '                    continue\n'
+                '                g = p.grad\n'
+                '                if group["weight_decay"] != 0:\n'
+                '                    g = g + group["weight_decay"] * np.asarray(p)\n'
+                '                if group["momentum"] != 0:\n'
+                '                    state = self.state[p]\n'
+                '                    if "momentum_buffer" not in state:\n'
+                '                        state["momentum_buffer"] = np.array(g, copy=True)\n'
+                '                    else:\n'
+                '                        state["momentum_buffer"] *= group["momentum"]\n'
+                '                        state["momentum_buffer"] += g\n'
+                '                    g = state["momentum_buffer"]\n'
+                '                p -= group["lr"] * g\n')],
+    ),
+    dict(
+        grade_id="c12_sgd",
         mistake="zero-grad-new-array",
         feedback="fills the same grad arrays with zeros",
         edits=[("                        p.grad[...] = 0", "                        p.grad = np.zeros_like(p.grad)")],
@@ -119,6 +163,13 @@ WRONG_IMPLEMENTATIONS = [
         feedback="keyed by index, not by id",
         edits=[("    state = {index_of[id(p)]: value for p, value in optimizer.state.items()}\n",
                 "    state = {id(p): value for p, value in optimizer.state.items()}\n")],
+    ),
+    dict(
+        grade_id="c12_state_dict",
+        mistake="groups-overwritten-with-indices",
+        feedback="saving never changes the optimizer",
+        edits=[('        packed = {key: value for key, value in group.items() if key != "params"}\n',
+                "        packed = group\n")],
     ),
     dict(
         grade_id="c12_state_dict",
@@ -171,6 +222,20 @@ WRONG_IMPLEMENTATIONS = [
     ),
     dict(
         grade_id="c12_adam",
+        mistake="adam-eps-inside-the-root",
+        feedback="eps is added to the square root of the bias-corrected average",
+        edits=[('np.sqrt(v_hat) + group["eps"]', 'np.sqrt(v_hat + group["eps"])')],
+    ),
+    dict(
+        grade_id="c12_adam",
+        mistake="adam-eps-before-bias-correction",
+        feedback="not before the bias correction",
+        edits=[('                    p -= group["lr"] * m_hat / (np.sqrt(v_hat) + group["eps"])\n',
+                '                    p -= group["lr"] * m_hat / ((np.sqrt(state["exp_avg_sq"]) + group["eps"])\n'
+                '                                                / np.sqrt(1 - beta2**t))\n')],
+    ),
+    dict(
+        grade_id="c12_adam",
         mistake="adam-state-named-m-and-v",
         feedback="named as torch's",
         edits=[('                        state["exp_avg"] = np.zeros_like(np.asarray(p))\n'
@@ -208,6 +273,12 @@ WRONG_IMPLEMENTATIONS = [
                 "                    state[\"exp_avg\"] += (1 - beta1) * g\n"
                 "                    state[\"exp_avg_sq\"] *= beta2\n"
                 "                    state[\"exp_avg_sq\"] += (1 - beta2) * g * g\n")],
+    ),
+    dict(
+        grade_id="c12_adamw",
+        mistake="adamw-eps-inside-the-root",
+        feedback="a misplaced eps hides",
+        edits=[('np.sqrt(v_hat) + group["eps"]', 'np.sqrt(v_hat + group["eps"])')],
     ),
     dict(
         grade_id="c12_adamw",
