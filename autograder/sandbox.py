@@ -61,7 +61,7 @@ from traitlets import default
 from traitlets.config import Config
 
 from . import config as course_config
-from . import answer_key, cgroups, forkserver
+from . import answer_key, cgroups, forkserver, libraries
 from .filelock import exclusive
 
 MEMORY_LIMIT_MB = int(os.environ.get("MODULECRAFT_KERNEL_MEMORY_MB", 2048))
@@ -464,7 +464,7 @@ def kernel_server() -> forkserver.Server:
         namespaces = running_as_root() and namespaces_available()
         if namespaces:
             share_state_dir()  # before the server's mount namespace is made: it must receive the kernels' folders
-        server = forkserver.Server(namespaces, kernel_modulecraft)
+        server = forkserver.Server(namespaces, kernel_modulecraft, libraries.mounts() if namespaces else [])
     _servers[kernel_modulecraft] = server  # the most recently used last
     mine = [key for key, other in _servers.items() if other.pid == os.getpid()]
     for key in mine[:-SERVERS_KEPT]:

@@ -1,0 +1,103 @@
+"""The installed libraries a grading kernel may see: modulecraft's own requirements, nothing else.
+
+The virtual environment that grades often has more than the course needs: `make test` installs torch (the
+oracle our tests compare with, whose semantics the reference mirrors: an answer key for most chapters), its
+sympy, networkx and mpmath, pytest, playwright... A kernel that sees them can delegate an exercise to torch, or
+exec the source text of `torch/nn/modules/module.py`. So a grading kernel (as root, in the forkserver's mount
+namespace: `forkserver.serve`) sees its site-packages rebuilt with only the distributions that modulecraft's
+runtime requirements bring (what `scripts/install.sh VENV runtime`, the learner's `make lab`, installs), their
+extras included, and the base interpreter's site-packages, which the venv does not import from, not at all.
+
+Within those requirements, scikit-learn (the capstone's digits) is seen whole but for `sklearn/neural_network`:
+its MLP's backward pass and its SGD-with-momentum and Adam optimizers hold chapters 10 and 12's formulas.
+scipy's finite differences (`scipy.optimize.approx_fprime`) compute what chapter 10's checker computes; they stay:
+numpy alone computes it as readily (`(f(x + h) - f(x - h)) / 2h`), and the checker is graded on behaviour.
+"""
+from __future__ import annotations
+
+import functools
+import site
+import sys
+from importlib import metadata
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+PROJECT = "modulecraft"
+# Parts of an allowed distribution that implement a graded mechanism: (top-level folder, its entries not seen).
+WITHHELD_PARTS = {"sklearn": ("neural_network",)}
+
+
+def site_packages() -> list[Path]:
+    """The folders this interpreter (and so every kernel forked from the grader's forkserver) imports
+    distributions from."""
+    return [Path(path) for path in site.getsitepackages() if Path(path).is_dir()]
+
+
+def base_site_packages() -> list[Path]:
+    """The base interpreter's site-packages that a venv without system site-packages never imports from: on the
+    way to the interpreter, a kernel would otherwise see them whole (with whatever is installed there)."""
+    if sys.prefix == sys.base_prefix:
+        return []
+    own = {path.resolve() for path in site_packages()}
+    return [Path(path) for path in site.getsitepackages([sys.base_prefix])
+            if Path(path).is_dir() and Path(path).resolve() not in own]
+
+
+def required(distributions: dict[str, metadata.Distribution], project: str = PROJECT) -> set[str]:
+    """The canonical names of `project` and every distribution its requirements bring (no extras of the project
+    itself; the extras its requirements ask for, included)."""
+    found: set[tuple[str, str]] = set()
+    todo = [(canonicalize_name(project), "")]
+    while todo:
+        name, extra = todo.pop()
+        if (name, extra) in found or name not in distributions:
+            continue
+        found.add((name, extra))
+        for line in distributions[name].requires or ():
+            requirement = Requirement(line)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": extra}):
+                todo += [(canonicalize_name(requirement.name), wanted) for wanted in ("", *requirement.extras)]
+    return {name for name, _ in found}
+
+
+def top_level_entries(distribution: metadata.Distribution, folder: Path) -> set[str]:
+    """The entries of `folder` (a site-packages) that `distribution` installed: its packages, modules, .pth
+    files and its own metadata folder. (Read from its RECORD's text: `Distribution.files` builds a path object
+    per file, a second for torch's 20,000.)"""
+    own_folder = getattr(distribution, "_path", None)  # its .dist-info (also listed in its RECORD, when it has one)
+    entries = {Path(own_folder).name} if own_folder else set()
+    for line in (distribution.read_text("RECORD") or "").splitlines():
+        entries.add(line.partition(",")[0].partition("/")[0])
+    entries -= {"", "..", "__pycache__"}
+    return {entry for entry in entries if (folder / entry).exists() or (folder / entry).is_symlink()}
+
+
+def views() -> list[tuple[Path, list[str]]]:
+    """Each folder of the kernel's view to rebuild, with the entries it keeps: every site-packages this
+    interpreter imports from, without the distributions modulecraft does not require; the withheld parts of
+    those it does. Without modulecraft installed there (a bare PYTHONPATH), nothing is told apart: []."""
+    result = []
+    for folder in site_packages():
+        distributions = {canonicalize_name(d.metadata["Name"]): d for d in metadata.distributions(path=[str(folder)])
+                         if d.metadata["Name"]}
+        if canonicalize_name(PROJECT) not in distributions:
+            continue
+        keep = required(distributions)
+        unseen = set().union(*(top_level_entries(d, folder) for name, d in distributions.items() if name not in keep))
+        unseen -= set().union(*(top_level_entries(distributions[name], folder) for name in keep))  # shared entries
+        result.append((folder, sorted(entry.name for entry in folder.iterdir() if entry.name not in unseen)))
+        for package, parts in WITHHELD_PARTS.items():
+            if package not in unseen and (folder / package).is_dir():
+                result.append((folder / package, sorted(entry.name for entry in (folder / package).iterdir()
+                                                        if entry.name not in parts)))
+    return result
+
+
+@functools.cache
+def mounts() -> list[list[str]]:
+    """The forkserver's mounts that make this view (`forkserver.Mounter`), once per server for all its kernels;
+    computed once per grading process (a quarter of a second)."""
+    rebuilt = [["rebuild", str(folder), "mode=0755,size=64k", *entries] for folder, entries in views()]
+    return [*rebuilt, *(["hide", str(folder)] for folder in base_site_packages())]
