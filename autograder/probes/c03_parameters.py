@@ -44,7 +44,7 @@ class Owner(nn.Module):
 
 # modulecraft's classes that hold this exercise's __new__ and __array_finalize__: they stay in the grading kernel
 # (the chapter's modules are built with them), so `class Parameter(nn.Parameter)` would take the answer from them.
-SIBLINGS = (nn.Parameter, nn.Buffer, Tensor)
+PARAMETER_CLASSES = (nn.Parameter, nn.Buffer, Tensor)
 
 
 def _codes(namespace):
@@ -55,18 +55,18 @@ def _codes(namespace):
                 yield function.__code__
 
 
-SIBLING_CODES = {id(code): f"{sibling.__name__}.{code.co_name}" for sibling in SIBLINGS
-                 for code in _codes(vars(sibling))}
+PARAMETER_CODES = {id(code): f"{sibling.__name__}.{code.co_name}" for sibling in PARAMETER_CLASSES
+                   for code in _codes(vars(sibling))}
 
 
 def siblings_inherited(cls):
-    """What `cls` takes from SIBLINGS: the classes it inherits from (read from the interpreter's own MRO, which a
-    metaclass cannot fake, and compared by identity), and their methods' code it reuses (an assignment,
+    """What `cls` takes from PARAMETER_CLASSES: the classes it inherits from (read from the interpreter's own MRO,
+    which a metaclass cannot fake, and compared by identity), and their methods' code it reuses (an assignment,
     `types.FunctionType(nn.Parameter.__new__.__code__, ...)`)."""
     mro = type.__dict__["__mro__"].__get__(cls, type)
-    inherited = [sibling.__name__ for sibling in SIBLINGS if any(base is sibling for base in mro)]
-    return inherited + sorted({SIBLING_CODES[id(code)] for code in _codes(type.__dict__["__dict__"].__get__(cls, type))
-                               if id(code) in SIBLING_CODES})
+    own = type.__dict__["__dict__"].__get__(cls, type)
+    inherited = [sibling.__name__ for sibling in PARAMETER_CLASSES if any(base is sibling for base in mro)]
+    return inherited + sorted({PARAMETER_CODES[id(code)] for code in _codes(own) if id(code) in PARAMETER_CODES})
 
 
 SIBLING_HINT = ("your Parameter inherits from modulecraft's nn.Parameter (or Tensor), which is not yours to reuse "

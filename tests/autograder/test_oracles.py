@@ -12,7 +12,7 @@ import os
 import nbformat
 import pytest
 
-from autograder import libraries, sandbox
+from autograder import answer_key, libraries, sandbox
 from autograder.course import Course
 
 pytestmark = [
@@ -53,19 +53,37 @@ globals().update({name: scope[name] for name in NAMES})
 
 ATTACKS = {
     "03_parameters": {
-        "c03_register_parameter": BORROWS_TORCHS_CODE + "register_parameter = borrowed(torch.nn.Module.register_parameter)",
+        "c03_register_parameter": (BORROWS_TORCHS_CODE
+                                   + "register_parameter = borrowed(torch.nn.Module.register_parameter)"),
         # a sibling of the answer that stays in the kernel: modulecraft's own Parameter
         "c03_parameter": "class Parameter(nn.Parameter):\n    pass",
     },
     "05_traversal": {  # each cell defines its exercise's names (a later blank cell would redefine them)
-        "c05_named_modules": 'NAMES = ("named_modules",)' + EXECS_TORCHS_SOURCE,
         "c05_modes_and_apply": 'NAMES = ("named_children", "train", "eval", "apply")' + EXECS_TORCHS_SOURCE,
+        "c05_named_modules": 'NAMES = ("named_modules",)' + EXECS_TORCHS_SOURCE,
+    },
+    "11_backward_hooks": {  # a sibling: the optimizer's zero_grad, on the module's parameters
+        "c11_zero_grad": """
+from types import SimpleNamespace
+from modulecraft.optim import Optimizer
+
+
+def zero_grad(self, set_to_none=True):
+    Optimizer.zero_grad(SimpleNamespace(param_groups=[{"params": list(self.parameters())}]), set_to_none)
+
+
+def requires_grad_(self, requires_grad=True):
+    for parameter in self.parameters():
+        parameter.requires_grad_(requires_grad)
+    return self
+""",
     },
 }
 # The test cells each attack is after (their visible and hidden cells).
 TARGETS = {
     "03_parameters": ["c03_register_parameter", "c03_parameter"],
     "05_traversal": ["c05_named_modules", "c05_modes_and_apply"],
+    "11_backward_hooks": ["c11_zero_grad"],
 }
 
 
@@ -101,9 +119,12 @@ def _scores(course, student) -> dict[str, dict[str, float]]:
 def test_torch_and_siblings_earn_nothing_on_a_blank_notebook(course, monkeypatch):
     scores = _scores(course, "oracle")
     assert all(score == 0 for chapter in scores.values() for score in chapter.values()), scores
-    # Without the kernel's view of the libraries, torch answers: its code, imported or compiled from its text.
+    # Without the kernel's view of the libraries, torch answers: its code, imported or compiled from its text. And
+    # without the chapters' SIBLINGS removed, the optimizer's zero_grad answers for the module's.
     monkeypatch.setattr(libraries, "mounts", lambda: [])
+    monkeypatch.setattr(answer_key, "siblings_of", lambda chapter: {})
     again = _scores(course, "oracle-again")
     assert again["03_parameters"]["c03_register_parameter_visible"] > 0, again
     assert again["03_parameters"]["c03_register_parameter_hidden"] > 0, again
     assert all(score > 0 for score in again["05_traversal"].values()), again
+    assert all(score > 0 for score in again["11_backward_hooks"].values()), again
