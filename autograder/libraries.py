@@ -32,7 +32,7 @@ WITHHELD_PARTS = {"sklearn": ("neural_network",)}
 def site_packages() -> list[Path]:
     """The folders this interpreter (and so every kernel forked from the grader's forkserver) imports
     distributions from."""
-    return [Path(path) for path in site.getsitepackages() if Path(path).is_dir()]
+    return sorted({Path(path).resolve() for path in site.getsitepackages() if Path(path).is_dir()})  # lib64 -> lib
 
 
 def base_site_packages() -> list[Path]:
@@ -40,9 +40,8 @@ def base_site_packages() -> list[Path]:
     way to the interpreter, a kernel would otherwise see them whole (with whatever is installed there)."""
     if sys.prefix == sys.base_prefix:
         return []
-    own = {path.resolve() for path in site_packages()}
-    return [Path(path) for path in site.getsitepackages([sys.base_prefix])
-            if Path(path).is_dir() and Path(path).resolve() not in own]
+    return sorted({Path(path).resolve() for path in site.getsitepackages([sys.base_prefix]) if Path(path).is_dir()}
+                  - set(site_packages()))
 
 
 def required(distributions: dict[str, metadata.Distribution], project: str = PROJECT) -> set[str]:
