@@ -8,7 +8,8 @@ the submission.
 When grading runs as root the server starts in new mount, PID and network namespaces with no new privileges
 (`unshare`, `setpriv`): it is PID 1 there (when it ends, every kernel ends), kernels have no network, and the
 server builds each kernel's view of the file system in its mount namespace before forking the kernel, and takes
-it down after the kernel, one kernel at a time.
+it down after the kernel, one kernel at a time; what every kernel's view shares (the libraries it may import) is
+made once, as the server starts.
 
 jupyter_client still launches and manages one ordinary process per kernel: a stub (this file run as a script,
 without site-packages, so it starts in milliseconds) that hands the server its request and its stdio, relays

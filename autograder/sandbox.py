@@ -19,6 +19,9 @@ apart):
   unprivileged user could not enter, e.g. a 0700 home holding the interpreter). So no other copy of the
   reference (a JupyterHub's, another clone, another worktree, another chapter's stripped copy, a pip cache) is
   in sight.
+  The libraries too (`autograder.libraries`, made once per forkserver): the venv's site-packages shows only the
+  distributions modulecraft requires (no torch, whose semantics the reference mirrors, nor anything else the
+  tests install), and the base interpreter's site-packages nothing.
   Fresh `/tmp`, `/var/tmp`, `/run/lock` and `/dev/shm`; in the repository, every folder it does not import from
   (course sources with hidden tests, `.git`, tests, the probes' source) and the grading folder hidden; no new
   privileges (setuid programs grant nothing).
