@@ -62,6 +62,21 @@ ATTACKS = {
         "c05_modes_and_apply": 'NAMES = ("named_children", "train", "eval", "apply")' + EXECS_TORCHS_SOURCE,
         "c05_named_modules": 'NAMES = ("named_modules",)' + EXECS_TORCHS_SOURCE,
     },
+    "10_autograd": {  # torch's autograd differentiates, torch reduces a gradient to its input's shape
+        "c10_matmul_broadcast": """
+import torch
+
+
+def unbroadcast(grad, shape):
+    return torch.from_numpy(np.array(grad)).sum_to_size(tuple(shape)).numpy()
+
+
+def mm_gradients(grad, a, b, first, second):
+    a, b = (torch.tensor(np.array(m), requires_grad=True) for m in (a, b))
+    (a @ b).backward(torch.tensor(np.array(grad)))
+    return (a.grad.numpy() if first else None), (b.grad.numpy() if second else None)
+""",
+    },
     "11_backward_hooks": {  # a sibling: the optimizer's zero_grad, on the module's parameters
         "c11_zero_grad": """
 from types import SimpleNamespace
@@ -83,6 +98,7 @@ def requires_grad_(self, requires_grad=True):
 TARGETS = {
     "03_parameters": ["c03_register_parameter", "c03_parameter"],
     "05_traversal": ["c05_named_modules", "c05_modes_and_apply"],
+    "10_autograd": ["c10_matmul_broadcast"],
     "11_backward_hooks": ["c11_zero_grad"],
 }
 
@@ -119,7 +135,8 @@ def _scores(course, student) -> dict[str, dict[str, float]]:
 def test_torch_and_siblings_earn_nothing_on_a_blank_notebook(course, monkeypatch):
     scores = _scores(course, "oracle")
     assert all(score == 0 for chapter in scores.values() for score in chapter.values()), scores
-    # Without the kernel's view of the libraries, torch answers: its code, imported or compiled from its text. And
+    # Without the kernel's view of the libraries, torch answers: its code, imported or compiled from its text, and
+    # its autograd. And
     # without the chapters' SIBLINGS removed, the optimizer's zero_grad answers for the module's.
     monkeypatch.setattr(libraries, "mounts", lambda: [])
     monkeypatch.setattr(answer_key, "siblings_of", lambda chapter: {})
@@ -127,4 +144,5 @@ def test_torch_and_siblings_earn_nothing_on_a_blank_notebook(course, monkeypatch
     assert again["03_parameters"]["c03_register_parameter_visible"] > 0, again
     assert again["03_parameters"]["c03_register_parameter_hidden"] > 0, again
     assert all(score > 0 for score in again["05_traversal"].values()), again
+    assert all(score > 0 for score in again["10_autograd"].values()), again
     assert all(score > 0 for score in again["11_backward_hooks"].values()), again
