@@ -91,19 +91,24 @@ def top_level_entries(distribution: metadata.Distribution, folder: Path) -> set[
 def views() -> list[tuple[Path, list[str]]]:
     """Each folder of the kernel's view to rebuild, with the entries it keeps: every site-packages this
     interpreter imports from, without the distributions modulecraft does not require; the withheld parts of
-    those it does. Without modulecraft installed there (a bare PYTHONPATH), nothing is told apart: []."""
-    result = []
+    those it does."""
+    found = {}  # canonical name -> (its site-packages, the distribution, its requirements)
     for folder in site_packages():
-        distributions, requires = {}, {}
         for distribution in metadata.distributions(path=[str(folder)]):
             name, needs = headers(distribution)
             if name:
-                distributions[canonicalize_name(name)], requires[canonicalize_name(name)] = distribution, needs
-        if canonicalize_name(PROJECT) not in distributions:
-            continue
-        keep = required(requires)
-        unseen = set().union(*(top_level_entries(d, folder) for name, d in distributions.items() if name not in keep))
-        unseen -= set().union(*(top_level_entries(distributions[name], folder) for name in keep))  # shared entries
+                found.setdefault(canonicalize_name(name), (folder, distribution, needs))
+    if canonicalize_name(PROJECT) not in found:
+        raise LookupError(
+            f"{PROJECT} is not installed in this Python ({sys.executable}): without its requirements, the grader "
+            "cannot tell which libraries grading kernels may see (torch, which the tests install, must stay out of "
+            "their sight). Install it with scripts/install.sh (pip install -e .), then grade again.")
+    keep = required({name: needs for name, (_, _, needs) in found.items()})
+    result = []
+    for folder in site_packages():
+        here = {name: distribution for name, (where, distribution, _) in found.items() if where == folder}
+        unseen = set().union(*(top_level_entries(d, folder) for name, d in here.items() if name not in keep))
+        unseen -= set().union(*(top_level_entries(d, folder) for name, d in here.items() if name in keep))  # shared
         result.append((folder, sorted(entry.name for entry in folder.iterdir() if entry.name not in unseen)))
         for package, parts in WITHHELD_PARTS.items():
             if package not in unseen and (folder / package).is_dir():
