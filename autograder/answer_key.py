@@ -5,8 +5,8 @@ A chapter's probe module names, in `YOURS`, what the learner writes and where th
 imports a copy of the reference in which each of those is gone, source and bytecode: a function or method
 becomes a seam that calls the learner's own definition of that name (so `nn.Linear` inside a learner's tree
 walks with the learner's `named_modules`, and `super().named_modules(...)` comes back to the learner's code); a
-class becomes a stub that refuses to be used. A probe module's `SIBLINGS` names functions of modulecraft that hold the
-same mechanism under another name (torch's `Optimizer.zero_grad` zeroes gradients as `Module.zero_grad` does): they
+class becomes a stub that refuses to be used. A probe module's `SIBLINGS` names functions of modulecraft that hold
+the same mechanism under another name (`Optimizer.zero_grad` zeroes gradients as `Module.zero_grad` does): they
 become functions that refuse to run, saying whose sibling they are. Everything else (layers used as fixtures,
 drawings, checks) stays.
 In the capstone, the mechanisms a learner switched to the reference (read from the notebook's text by `verdicts`)
@@ -194,7 +194,8 @@ def _seam(node: ast.FunctionDef, learner_names: tuple[str, ...], target: str, se
 
 
 def _sibling(node: ast.FunctionDef, learner_name: str, qualname: str, seams: str) -> ast.FunctionDef:
-    body = ast.parse(f"__import__({seams!r}, fromlist=['sibling']).sibling({learner_name!r}, {f'`{qualname}`'!r})").body
+    where = f"`{qualname}`"
+    body = ast.parse(f"__import__({seams!r}, fromlist=['sibling']).sibling({learner_name!r}, {where!r})").body
     return _any_arguments(node, body, node.decorator_list)
 
 

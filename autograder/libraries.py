@@ -25,7 +25,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 PROJECT = "modulecraft"
-# Parts of an allowed distribution that implement a graded mechanism: (top-level folder, its entries not seen).
+# Parts of an allowed distribution that implement a graded mechanism: top-level folder -> its entries not seen.
 WITHHELD_PARTS = {"sklearn": ("neural_network",)}
 
 
@@ -120,6 +120,6 @@ def views() -> list[tuple[Path, list[str]]]:
 @functools.cache
 def mounts() -> list[list[str]]:
     """The forkserver's mounts that make this view (`forkserver.Mounter`), once per server for all its kernels;
-    computed once per grading process (a quarter of a second)."""
+    computed once per grading process (0.1-0.5 s, by the load)."""
     rebuilt = [["rebuild", str(folder), "mode=0755,size=64k", *entries] for folder, entries in views()]
     return [*rebuilt, *(["hide", str(folder)] for folder in base_site_packages())]
