@@ -5,7 +5,10 @@ A chapter's probe module names, in `YOURS`, what the learner writes and where th
 imports a copy of the reference in which each of those is gone, source and bytecode: a function or method
 becomes a seam that calls the learner's own definition of that name (so `nn.Linear` inside a learner's tree
 walks with the learner's `named_modules`, and `super().named_modules(...)` comes back to the learner's code); a
-class becomes a stub that refuses to be used. Everything else (layers used as fixtures, drawings, checks) stays.
+class becomes a stub that refuses to be used. A probe module's `SIBLINGS` names functions of modulecraft that hold
+the same mechanism under another name (`Optimizer.zero_grad` zeroes gradients as `Module.zero_grad` does): they
+become functions that refuse to run, saying whose sibling they are. Everything else (layers used as fixtures,
+drawings, checks) stays.
 In the capstone, the mechanisms a learner switched to the reference (read from the notebook's text by `verdicts`)
 are kept (`build(kept=...)`); the test cells that grade them fail there.
 
@@ -59,6 +62,13 @@ def call_routed(target, where, args, kwargs):
     return call(mechanisms.ROUTES[target](*args, **kwargs), where, args, kwargs)
 
 
+def sibling(name, where):
+    """A function of modulecraft that does what the learner's `name` does: gone while grading this chapter."""
+    raise NotImplementedError(
+        f"{where} does not exist while grading: it does what your `{name}` does, which this chapter asks you to "
+        "write (write it without modulecraft's)")
+
+
 class Removed:
     """What stands in for a class the learner writes."""
 
@@ -75,9 +85,10 @@ def build(chapter: str, cache: Path | None = None, kept: frozenset[str] = frozen
     `kept`: learner names whose modulecraft code stays (the capstone's mechanisms the learner switched to the
     reference); every other name of the chapter's `YOURS` is removed."""
     targets = _targets({name: target for name, target in probes.yours_of(chapter).items() if name not in kept})
-    if not targets:
+    siblings = {target: name for target, name in siblings_of(chapter).items() if name not in kept}
+    if not targets and not siblings:
         return REFERENCE.parent
-    digest = hashlib.sha256(repr(sorted(targets.items())).encode())
+    digest = hashlib.sha256(repr((sorted(targets.items()), sorted(siblings.items()))).encode())
     for path in sorted(REFERENCE.rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts:
             digest.update(str(path.relative_to(REFERENCE)).encode() + b"\0" + path.read_bytes())
@@ -91,7 +102,7 @@ def build(chapter: str, cache: Path | None = None, kept: frozenset[str] = frozen
     staging = Path(tempfile.mkdtemp(prefix=f".{chapter}-", dir=base))
     package = staging / "modulecraft"
     shutil.copytree(REFERENCE, package, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    for relative, names in _by_file(targets).items():
+    for relative, names in _by_file({**targets, **{target: ("", name) for target, name in siblings.items()}}).items():
         source = package / relative
         module = ".".join(("modulecraft", *relative.with_suffix("").parts)).removesuffix(".__init__")
         source.write_text(strip(source.read_text(), names, f"modulecraft.{SEAMS_MODULE}", module))
@@ -103,6 +114,11 @@ def build(chapter: str, cache: Path | None = None, kept: frozenset[str] = frozen
     except OSError:  # another grading process built the same copy meanwhile
         shutil.rmtree(staging, ignore_errors=True)
     return folder
+
+
+def siblings_of(chapter: str) -> dict[str, str]:
+    """{target in modulecraft: the learner's name whose mechanism it also holds}: the chapter's `SIBLINGS`."""
+    return dict(getattr(probes.chapter_module(chapter), "SIBLINGS", {}))
 
 
 def default_cache() -> Path:
@@ -141,7 +157,7 @@ def _by_file(targets: dict[str, tuple[str, ...]]) -> dict[Path, dict[str, tuple[
 
 def strip(source: str, names: dict[str, tuple[str, ...]], seams: str, module: str = "") -> str:
     """`source` (of modulecraft's module `module`) with each definition `names` lists (qualname -> the learner's
-    names) replaced by a seam or stub."""
+    names) replaced by a seam or stub; names `("", name)` mark a sibling of the learner's `name`, which refuses."""
     tree = ast.parse(source)
     found = set()
 
@@ -153,6 +169,7 @@ def strip(source: str, names: dict[str, tuple[str, ...]], seams: str, module: st
                 if qualname in names:
                     found.add(qualname)
                     node = (_stub_class(node, qualname, seams) if isinstance(node, ast.ClassDef)
+                            else _sibling(node, names[qualname][1], qualname, seams) if names[qualname][0] == ""
                             else _seam(node, names[qualname], f"{module}:{qualname}", seams))
                 elif isinstance(node, ast.ClassDef):
                     node.body = visit(node.body, qualname + ".")
@@ -173,10 +190,21 @@ def _seam(node: ast.FunctionDef, learner_names: tuple[str, ...], target: str, se
             f"call_routed({target!r}, {where!r}, args, kwargs)")
     body = ast.parse(f"return {seams_module}.{call}").body
     marker = ast.parse(f"{seams_module}.seam", mode="eval").body
+    return _any_arguments(node, body, [*node.decorator_list, marker])
+
+
+def _sibling(node: ast.FunctionDef, learner_name: str, qualname: str, seams: str) -> ast.FunctionDef:
+    where = f"`{qualname}`"
+    body = ast.parse(f"__import__({seams!r}, fromlist=['sibling']).sibling({learner_name!r}, {where!r})").body
+    return _any_arguments(node, body, node.decorator_list)
+
+
+def _any_arguments(node: ast.FunctionDef, body: list, decorators: list) -> ast.FunctionDef:
+    """`node` as `def name(*args, **kwargs)` with `body`."""
     arguments = ast.arguments(posonlyargs=[], args=[], vararg=ast.arg("args"), kwonlyargs=[], kw_defaults=[],
                               kwarg=ast.arg("kwargs"), defaults=[])
-    return ast.FunctionDef(name=node.name, args=arguments, body=body, decorator_list=[*node.decorator_list, marker],
-                           returns=None, type_comment=None, type_params=[])
+    return ast.FunctionDef(name=node.name, args=arguments, body=body, decorator_list=decorators, returns=None,
+                           type_comment=None, type_params=[])
 
 
 def _stub_class(node: ast.ClassDef, qualname: str, seams: str) -> ast.ClassDef:

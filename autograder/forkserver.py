@@ -8,7 +8,8 @@ the submission.
 When grading runs as root the server starts in new mount, PID and network namespaces with no new privileges
 (`unshare`, `setpriv`): it is PID 1 there (when it ends, every kernel ends), kernels have no network, and the
 server builds each kernel's view of the file system in its mount namespace before forking the kernel, and takes
-it down after the kernel, one kernel at a time.
+it down after the kernel, one kernel at a time; what every kernel's view shares (the libraries it may import) is
+made once, as the server starts.
 
 jupyter_client still launches and manages one ordinary process per kernel: a stub (this file run as a script,
 without site-packages, so it starts in milliseconds) that hands the server its request and its stdio, relays
@@ -70,9 +71,10 @@ def stub(server_name: str, spec: str, kernel_args: list[str]) -> int:
 
 
 # -- the server ----------------------------------------------------------------------------------------------
-def serve(listener: socket.socket) -> None:
-    """Import what kernels need, then serve one kernel at a time until the grading process closes stdin (it
-    ended)."""
+def serve(listener: socket.socket, view: list[list[str]]) -> None:
+    """Make `view` (mounts every kernel of this server shares), import what kernels need, then serve one kernel at
+    a time until the grading process closes stdin (it ended)."""
+    Mounter().make(view)  # kept as long as the server (its own mount namespace) lives
     mounter = Mounter()
     sys.modules["debugpy"] = None  # ipykernel starts without its debugger
     os.environ.setdefault("MPLBACKEND", INLINE_BACKEND)
@@ -311,8 +313,9 @@ class Mounter:
 class Server:
     """This process's forkserver, started on first use, gone when this process is."""
 
-    def __init__(self, namespaces: bool, modulecraft: "os.PathLike | None" = None):
-        """`modulecraft`: the folder whose modulecraft the server and its kernels import (first on sys.path)."""
+    def __init__(self, namespaces: bool, modulecraft: "os.PathLike | None" = None, view: list[list[str]] = ()):
+        """`modulecraft`: the folder whose modulecraft the server and its kernels import (first on sys.path);
+        `view`: the mounts shared by all its kernels, made in its namespaces (`libraries.mounts`)."""
         self.name = f"modulecraft-forkserver-{os.getpid()}-{os.urandom(8).hex()}"
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         listener.bind(abstract(self.name))  # in this process's network namespace: stubs reach it, kernels do not
@@ -320,7 +323,8 @@ class Server:
         env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
         if modulecraft is not None:
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(modulecraft), env.get("PYTHONPATH", "")]))
-        command = [*NO_NEW_PRIVILEGES, sys.executable, "-m", "autograder.forkserver", "serve", str(listener.fileno())]
+        command = [*NO_NEW_PRIVILEGES, sys.executable, "-m", "autograder.forkserver", "serve", str(listener.fileno()),
+                   json.dumps(list(view))]
         # stdin is a pipe from this process: when it closes (this process ended), the server ends too.
         self.process = subprocess.Popen([*(NAMESPACES if namespaces else ()), *command],
                                         stdin=subprocess.PIPE, pass_fds=[listener.fileno()], env=env)
@@ -343,6 +347,6 @@ class Server:
 
 if __name__ == "__main__":
     if sys.argv[1] == "serve":
-        serve(socket.socket(fileno=int(sys.argv[2])))
+        serve(socket.socket(fileno=int(sys.argv[2])), json.loads(sys.argv[3]))
     else:
         sys.exit(stub(sys.argv[1], sys.argv[2], sys.argv[4:]))

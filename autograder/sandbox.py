@@ -19,6 +19,9 @@ apart):
   unprivileged user could not enter, e.g. a 0700 home holding the interpreter). So no other copy of the
   reference (a JupyterHub's, another clone, another worktree, another chapter's stripped copy, a pip cache) is
   in sight.
+  The libraries too (`autograder.libraries`, made once per forkserver): the venv's site-packages shows only the
+  distributions modulecraft requires (no torch, whose semantics the reference mirrors, nor anything else the
+  tests install), and the base interpreter's site-packages nothing.
   Fresh `/tmp`, `/var/tmp`, `/run/lock` and `/dev/shm`; in the repository, every folder it does not import from
   (course sources with hidden tests, `.git`, tests, the probes' source) and the grading folder hidden; no new
   privileges (setuid programs grant nothing).
@@ -61,7 +64,7 @@ from traitlets import default
 from traitlets.config import Config
 
 from . import config as course_config
-from . import answer_key, cgroups, forkserver
+from . import answer_key, cgroups, forkserver, libraries
 from .filelock import exclusive
 
 MEMORY_LIMIT_MB = int(os.environ.get("MODULECRAFT_KERNEL_MEMORY_MB", 2048))
@@ -464,7 +467,7 @@ def kernel_server() -> forkserver.Server:
         namespaces = running_as_root() and namespaces_available()
         if namespaces:
             share_state_dir()  # before the server's mount namespace is made: it must receive the kernels' folders
-        server = forkserver.Server(namespaces, kernel_modulecraft)
+        server = forkserver.Server(namespaces, kernel_modulecraft, libraries.mounts() if namespaces else [])
     _servers[kernel_modulecraft] = server  # the most recently used last
     mine = [key for key, other in _servers.items() if other.pid == os.getpid()]
     for key in mine[:-SERVERS_KEPT]:

@@ -2,6 +2,7 @@
 import numpy as np
 
 from modulecraft import nn
+from modulecraft.autograd.tensor import Tensor
 
 from . import probe
 
@@ -41,6 +42,37 @@ class Owner(nn.Module):
         self._parameters[name] = param
 
 
+# modulecraft's classes that hold this exercise's __new__ and __array_finalize__: they stay in the grading kernel
+# (the chapter's modules are built with them), so `class Parameter(nn.Parameter)` would take the answer from them.
+PARAMETER_CLASSES = (nn.Parameter, nn.Buffer, Tensor)
+
+
+def _codes(namespace):
+    """The code objects of the functions in a class's namespace (methods, static and class methods, properties)."""
+    for value in namespace.values():
+        for function in (value, getattr(value, "__func__", None), getattr(value, "fget", None)):
+            if hasattr(function, "__code__"):
+                yield function.__code__
+
+
+PARAMETER_CODES = {id(code): f"{sibling.__name__}.{code.co_name}" for sibling in PARAMETER_CLASSES
+                   for code in _codes(vars(sibling))}
+
+
+def siblings_inherited(cls):
+    """What `cls` takes from PARAMETER_CLASSES: the classes it inherits from (read from the interpreter's own MRO,
+    which a metaclass cannot fake, and compared by identity), and their methods' code it reuses (an assignment,
+    `types.FunctionType(nn.Parameter.__new__.__code__, ...)`)."""
+    mro = type.__dict__["__mro__"].__get__(cls, type)
+    own = type.__dict__["__dict__"].__get__(cls, type)
+    inherited = [sibling.__name__ for sibling in PARAMETER_CLASSES if any(base is sibling for base in mro)]
+    return inherited + sorted({PARAMETER_CODES[id(code)] for code in _codes(own) if id(code) in PARAMETER_CODES})
+
+
+SIBLING_HINT = ("your Parameter inherits from modulecraft's nn.Parameter (or Tensor), which is not yours to reuse "
+                "here: subclass np.ndarray and write __new__ and __array_finalize__ yourself (section 3.2)")
+
+
 def registering_class(yours):
     """A module whose register_parameter is the learner's."""
     return type("Registering", (nn.Module,), {"register_parameter": yours.register_parameter})
@@ -53,6 +85,8 @@ def parameter_visible(yours, draw, check):
     name = draw.name()
     check("type(Parameter(values)).__name__", lambda: type(yours.Parameter(values)).__name__,
           hint="__new__ returns np.asarray(data).view(cls) with requires_grad set (section 3.2)")
+    check("modulecraft classes your Parameter inherits from", lambda: siblings_inherited(yours.Parameter),
+          hint=SIBLING_HINT)
     check("Parameter(values) holds the values", lambda: yours.Parameter(values),
           hint="__new__ returns np.asarray(data).view(cls) (section 3.2)")
     check("isinstance(Parameter(values), nn.Parameter)", lambda: isinstance(yours.Parameter(values), nn.Parameter),
@@ -78,6 +112,8 @@ def parameter_visible(yours, draw, check):
 def parameter_hidden(yours, draw, check):
     size, factor = draw.int(2, 6), draw.int(2, 9)
     values = draw.array(size)
+    check("modulecraft classes your Parameter inherits from", lambda: siblings_inherited(yours.Parameter),
+          hint=SIBLING_HINT)
     check("Parameter(): (type, shape, dtype)",
           lambda: (lambda p: (type(p).__name__, p.shape, str(p.dtype)))(yours.Parameter()),
           hint="with no data, a view of np.empty(0, dtype=np.float32) (section 3.2)")

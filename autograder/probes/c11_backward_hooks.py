@@ -25,6 +25,10 @@ YOURS = {
     "watch_gradients": "modulecraft.exercises.c11_backward_hooks:watch_gradients",
 }
 
+# modulecraft's functions that hold a mechanism of YOURS under another name: gone while grading this chapter
+# (`autograder.answer_key`). The optimizer's zero_grad zeroes the same gradients as the module's.
+SIBLINGS = {"modulecraft.optim.optimizer:Optimizer.zero_grad": "zero_grad"}
+
 # Modules with backward hooks wrap their inputs and output with the learner's BackwardHookFunction (`hooks_with`),
 # and the watcher's modules are wired by the learner's `call_impl` while grading.
 BUILDS_ON = {"c11_call_impl": ["c11_hook_function"], "c11_watch_gradients": ["c11_call_impl", "c11_hook_function"]}

@@ -5,11 +5,14 @@ for the test) the same notebook gains what it was after.
 - rich outputs shown as text in feedback: a notebook's HTML and SVG never reach the feedback page as markup;
 - one control group per kernel: the kernel's children together stay under the kernel's memory limit;
 - the probes' source hidden from kernels: a notebook cannot print it into its outputs;
-- the kernel's allow-list of folders: no other copy of the reference on the machine is in its sight.
+- the kernel's allow-list of folders: no other copy of the reference on the machine is in its sight;
+- the kernel's allow-list of libraries: torch (as a module and as source text), scikit-learn's MLP and the base
+  interpreter's site-packages are out of its sight, numpy and scikit-learn's data sets are not.
 The answer key's removal is shown on a course chapter in test_answer_key.py.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import tempfile
@@ -18,7 +21,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import answer_key, cgroups, config, feedback, probes, sandbox, synthetic, verdicts
+from autograder import answer_key, cgroups, config, feedback, libraries, probes, sandbox, synthetic, verdicts
 
 pytestmark = pytest.mark.slow
 
@@ -186,3 +189,57 @@ def test_a_kernel_sees_no_other_copy_of_the_reference(toy_course, tmp_path, monk
     # Without the allow-list (every top-level folder seen whole, as the system's are), each copy is there to read.
     monkeypatch.setattr(sandbox, "SYSTEM", frozenset(entry.name for entry in Path("/").iterdir()))
     assert outcomes("reads-copies-again") == dict.fromkeys(copies_of_the_reference, "read")
+
+
+# What a learner who read the repository reaches for first: torch (installed by `make test` into the venv that
+# grades), its module.py read as text, scikit-learn's MLP optimizers, the base interpreter's site-packages. Found,
+# not imported: importing torch takes seconds, over a toy cell's time limit on a loaded machine (test_oracles.py
+# imports and uses it).
+REACHES_ORACLES = """
+import importlib.util, pathlib, site
+def tried(what, attempt):
+    try:
+        attempt()
+        print("ORACLE", what, "reached")
+    except Exception as error:
+        print("ORACLE", what, type(error).__name__)
+def found(module):
+    if importlib.util.find_spec(module) is None:
+        raise ModuleNotFoundError(module)
+site_packages = pathlib.Path(site.getsitepackages()[0])
+tried("import-torch", lambda: found("torch"))
+tried("torch-source", lambda: (site_packages / "torch" / "nn" / "modules" / "module.py").read_text())
+tried("torchgen-formulas", lambda: (site_packages / "torchgen" / "packaged" / "autograd" / "derivatives.yaml").read_text())
+tried("sklearn-adam", lambda: (site_packages / "sklearn" / "neural_network" / "_stochastic_optimizers.py").read_text())
+tried("base-site-packages", lambda: list(pathlib.Path({base!r}).iterdir()))
+tried("numpy", lambda: found("numpy"))
+tried("sklearn-digits", lambda: (site_packages / "sklearn" / "datasets" / "_base.py").read_text())
+def add(a, b):
+    return np.asarray(a) + np.asarray(b)
+"""
+ORACLES = ("import-torch", "torch-source", "torchgen-formulas", "sklearn-adam", "base-site-packages")
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not sandbox.namespaces_available(),
+                    reason="kernels see only their own view of the files when grading runs as root with namespaces")
+@pytest.mark.skipif(not libraries.base_site_packages() or importlib.util.find_spec("torch") is None,
+                    reason="needs torch in the venv (the test extra) and a venv over a base interpreter")
+def test_a_kernel_sees_no_library_that_holds_the_mechanisms(toy_course, tmp_path, monkeypatch):
+    cell = REACHES_ORACLES.format(base=str(libraries.base_site_packages()[0]))
+
+    def outcomes(student):
+        assert _grade(toy_course, tmp_path, student, {"add": cell}).score == 5
+        graded = nbformat.read(toy_course.root / "autograded" / student / "90_toy" / "90_toy.ipynb", 4)
+        text = "".join(o.get("text", "") for c in graded.cells for o in c.get("outputs", []))
+        return dict(line.split()[1:] for line in text.splitlines() if line.startswith("ORACLE "))
+
+    seen = outcomes("reaches-oracles")
+    assert {what: seen[what] for what in ("numpy", "sklearn-digits")} == dict.fromkeys(("numpy", "sklearn-digits"),
+                                                                                     "reached")
+    assert {what: seen[what] for what in ORACLES} == {
+        "import-torch": "ModuleNotFoundError", "torch-source": "FileNotFoundError",
+        "torchgen-formulas": "FileNotFoundError", "sklearn-adam": "FileNotFoundError",
+        "base-site-packages": "PermissionError"}, seen
+    # Without the forkserver's view of the libraries (the venv's site-packages whole), every one is there to take.
+    monkeypatch.setattr(libraries, "mounts", lambda: [])
+    assert outcomes("reaches-oracles-again") == dict.fromkeys([*ORACLES, "numpy", "sklearn-digits"], "reached")

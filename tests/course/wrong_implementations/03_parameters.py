@@ -194,7 +194,7 @@ class Parameter(c03_parameters.Parameter):
     dict(
         grade_id="c03_parameter",
         mistake="subclasses-nn-parameter",
-        feedback="through __array_finalize__",
+        feedback="inherits from modulecraft's nn.Parameter",
         source='''
 class Parameter(nn.Parameter):
     pass
