@@ -33,7 +33,8 @@ import numpy as np
 
 from modulecraft.serialization import dtypes
 from modulecraft.serialization.errors import ZIP_DAMAGE, CheckpointError
-from modulecraft.serialization.torch_pickle import StateDictUnpickler, check_opcodes, materialise, short
+from modulecraft.serialization.pickle_scan import check_opcodes
+from modulecraft.serialization.torch_pickle import StateDictUnpickler, materialise, short
 from modulecraft.serialization.zip_members import Member, ZipMembers
 
 __all__ = ["load", "is_torch_archive", "PICKLE"]
