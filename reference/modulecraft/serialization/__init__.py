@@ -31,6 +31,7 @@ from typing import IO, Any, Union
 
 from modulecraft.serialization import npz_format, safetensors_format, torch_writer, torch_zip
 from modulecraft.serialization.errors import ZIP_DAMAGE, CheckpointError, UnpicklingError
+from modulecraft.serialization.zip_members import check_member_count
 
 __all__ = ["save", "load", "CheckpointError", "UnpicklingError", "FORMATS"]
 
@@ -77,11 +78,14 @@ def _sniff(file: IO[bytes], source: str) -> str:
     file.seek(0)
     if start.startswith(b"PK\x03\x04") or start.startswith(b"PK\x05\x06"):
         try:
+            check_member_count(file)
             with zipfile.ZipFile(file) as archive:
                 if torch_zip.is_torch_archive(archive):
                     return "torch"
                 if npz_format.HEADER_MEMBER in archive.namelist():
                     return "npz"
+        except CheckpointError as error:
+            raise CheckpointError(f"{source}: {error}") from None
         except ZIP_DAMAGE as error:
             raise CheckpointError(f"{source} is a damaged zip archive ({error})") from None
         finally:

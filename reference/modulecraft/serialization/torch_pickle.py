@@ -202,6 +202,12 @@ class StateDictUnpickler(pickle.Unpickler):
         try:
             found = _ALLOWED_GLOBALS[module, name]
         except (KeyError, TypeError):
+            if module == "torch" and name in dtypes.UNREAD:
+                raise CheckpointError(f"the checkpoint holds tensors of dtype torch.{name}, which modulecraft does "
+                                      f"not read: {dtypes.UNREAD[name]}") from None
+            if (module, name) == ("torch._utils", "_rebuild_qtensor"):
+                raise CheckpointError("the checkpoint holds quantized tensors, which modulecraft does not read: "
+                                      "save tensor.dequantize() instead") from None
             raise UnpicklingError(
                 f"the checkpoint's pickle asks for the global {module}.{name}, which is not allowed: a checkpoint "
                 "needs only containers, tensors, dtypes, torch.Size/device, set, complex and bytes. Nothing from "
@@ -232,13 +238,12 @@ class StateDictUnpickler(pickle.Unpickler):
         return ref
 
 
-def materialise(obj: Any, storages: dict[str, Callable[[dtypes.ElementType], np.ndarray]]) -> Any:
+def materialise(obj: Any, tensor: Callable[[TensorSpec], np.ndarray]) -> Any:
     """The unpickled object with our stand-ins replaced by arrays, dtypes and strings, containers rebuilt fresh.
 
-    ``storages`` maps a storage key to a function giving that storage as a flat array of a given type.
-    Rebuilding (rather than editing in place) drops any attribute a BUILD opcode set on a dict, except a
-    state_dict's ``_metadata``, which is checked to be what torch writes. Objects shared in the pickle stay
-    shared (tied weights are one array).
+    ``tensor`` makes the array a :class:`TensorSpec` asks for. Rebuilding (rather than editing in place) drops any
+    attribute a BUILD opcode set on a dict, except a state_dict's ``_metadata``, which is checked to be what torch
+    writes. Objects shared in the pickle stay shared (tied weights are one array).
     """
     made: dict[int, Any] = {}
 
@@ -248,11 +253,7 @@ def materialise(obj: Any, storages: dict[str, Callable[[dtypes.ElementType], np.
         if depth > limits.NESTING:
             raise CheckpointError(f"the checkpoint nests containers more than {limits.NESTING} deep")
         if isinstance(obj, TensorSpec):
-            storage = storages[obj.storage.key](obj.kind)
-            itemsize = storage.itemsize
-            result = np.ndarray(obj.size, storage.dtype, buffer=storage, offset=obj.offset * itemsize,
-                                strides=tuple(s * itemsize for s in obj.stride)) if storage.size else \
-                np.zeros(obj.size, storage.dtype)
+            result = tensor(obj)
         elif type(obj) in (dict, OrderedDict):
             result = type(obj)()
             made[id(obj)] = result
