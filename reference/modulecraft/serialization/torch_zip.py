@@ -110,13 +110,13 @@ def _storage_buffers(members: dict[str, Member]) -> dict[str, np.ndarray]:
     return {key: buffer[starts[key]:starts[key] + member.size] for key, member in members.items()}
 
 
-def load(file: IO[bytes], source: str) -> Any:
+def load(file: IO[bytes], source: str, infos: list[zipfile.ZipInfo]) -> Any:
     """Read the object ``torch.save`` wrote (a state_dict, or containers of tensors and plain values).
 
-    ``file`` is a seekable binary file object; ``source`` names it in error messages.
+    ``file`` is a seekable binary file object, ``infos`` its zip directory; ``source`` names it in error messages.
     """
     try:
-        archive = ZipMembers(file, "torch.save")
+        archive = ZipMembers(file, "torch.save", infos)
         folder = _folder(archive)
         byteorder = "little"
         if folder + "byteorder" in archive.members:

@@ -70,14 +70,14 @@ class Member(NamedTuple):
 
 
 class ZipMembers:
-    """The stored members of the zip archive ``file``, by name; ``writer`` names what writes such archives."""
+    """The stored members of the zip archive ``file`` whose directory ``zipfile`` read as ``infos``, by name;
+    ``writer`` names what writes such archives."""
 
-    def __init__(self, file: IO[bytes], writer: str):
+    def __init__(self, file: IO[bytes], writer: str, infos: list[zipfile.ZipInfo]):
         self.file = file
         file.seek(0, io.SEEK_END)
         file_size = file.tell()
         file.seek(0)
-        infos = zipfile.ZipFile(file).infolist()
         self.members: dict[str, Member] = {}
         spans = []
         for info in infos:
