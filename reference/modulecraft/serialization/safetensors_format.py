@@ -102,12 +102,12 @@ def load(file: IO[bytes], source: str) -> Any:
         header = parse_json(file.read(header_size), "its header")
         if type(header) is not dict:
             raise CheckpointError("its header is not a JSON object")
-        if len(header) > limits.TENSORS + 1:
-            raise CheckpointError(f"its header lists more than {limits.TENSORS} tensors (the tensors limit), more "
-                                  "than any checkpoint modulecraft reads holds")
         metadata = header.pop("__metadata__", None) or {}
         if type(metadata) is not dict or not all(type(value) is str for value in metadata.values()):
             raise CheckpointError("its __metadata__ is not a mapping of strings to strings")
+        if len(header) > limits.TENSORS:
+            raise CheckpointError(f"its header lists more than {limits.TENSORS} tensors (the tensors limit), more "
+                                  "than any checkpoint modulecraft reads holds")
         data_start = 8 + header_size
         entries = {name: _checked_entry(name, entry, file_size - data_start) for name, entry in header.items()}
         covered = 0
