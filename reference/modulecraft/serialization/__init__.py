@@ -16,7 +16,9 @@ chosen on save by ``format=`` or the file's suffix, and on load by the file's fi
 Why loading is safe: safetensors and ``.npz`` hold raw array bytes plus JSON, and are read without pickle;
 torch's format holds a pickle, read by an unpickler that refuses every global a checkpoint does not need
 (:mod:`~modulecraft.serialization.torch_pickle`). Every size, offset and count in a file is checked, before any
-arithmetic or allocation, against the bytes really there, so a hostile file costs bounded time and memory. A
+arithmetic or allocation, against the bytes really there, and the work a file can ask for is counted against
+:mod:`~modulecraft.serialization.limits` before it is done, so a hostile file costs time and memory bounded by
+its size. A
 damaged, truncated or hostile file raises :class:`CheckpointError` (a ``ValueError``; :class:`UnpicklingError`
 for a refused global), never a partial result.
 """

@@ -20,8 +20,9 @@ would make loading several times slower.
 
 Differences from ``torch.load``: tensors come back as numpy arrays (views of one array per storage, so shared
 storages still share memory), bfloat16/float8 as float32 and complex32 as complex64 (exactly: numpy has no such
-types), dtypes as numpy dtypes, ``torch.Size`` as a tuple and ``torch.device`` as its name; quantized, sparse and
-subclassed tensors and pickled modules are refused.
+types; each such tensor an array of its own, sharing no memory), torch's bit types as unsigned ints, dtypes as
+numpy dtypes, ``torch.Size`` as a tuple and ``torch.device`` as its name; float4, quantized, sparse and subclassed
+tensors and pickled modules are refused.
 """
 
 from __future__ import annotations
