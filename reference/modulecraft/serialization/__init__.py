@@ -92,7 +92,7 @@ def _sniff(file: IO[bytes], source: str) -> tuple[str, list[zipfile.ZipInfo] | N
                 infos = archive.infolist()
                 if torch_zip.is_torch_archive(archive):
                     return "torch", infos
-                if npz_format.HEADER_MEMBER in archive.NameToInfo:
+                if npz_format.HEADER_MEMBER in archive.namelist():
                     return "npz", infos
         except CheckpointError as error:
             raise CheckpointError(f"{source}: {error}") from None

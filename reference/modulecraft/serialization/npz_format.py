@@ -8,8 +8,8 @@ became the default are in this format, so :func:`load` must keep reading it.
 Reading one: the archive's members are checked as for torch's format (stored uncompressed, inside the file, apart
 from one another: :mod:`~modulecraft.serialization.zip_members`), then every member's ``.npy`` header is parsed
 here (a plain dtype, no Python objects, a shape whose size is the bytes the member really has) before any array is
-allocated, and the arrays' data is read straight into them, as for torch's format: no CRC check (the JSON header's
-is checked), no copy.
+allocated, and the arrays' data is read straight into them, as for torch's format, then checked against each
+member's CRC, as ``numpy.load`` did.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import math
 import re
 import struct
 import zipfile
+import zlib
 from collections.abc import Mapping
 from typing import IO, Any
 
@@ -54,8 +55,8 @@ _NPY_HEADER = re.compile(rb"\{'descr': '([<>|=]?[a-zA-Z]\d*(?:\[\w+\])?)', 'fort
 _HEAD = 256  # bytes read first from each member: numpy's headers are 128 bytes long
 
 
-def _array_header(file: IO[bytes], member: Member) -> tuple[np.dtype, tuple, bool, int]:
-    """A member's dtype, shape and order, and where its data starts, from its .npy header alone."""
+def _array_header(file: IO[bytes], member: Member) -> tuple[np.dtype, tuple, bool, bytes]:
+    """A member's dtype, shape and order, and its header's bytes (its data follows), from its .npy header alone."""
     file.seek(member.start)
     head = file.read(min(member.size, _HEAD))
     version = tuple(head[6:8])
@@ -78,7 +79,7 @@ def _array_header(file: IO[bytes], member: Member) -> tuple[np.dtype, tuple, boo
     if len(shape) > limits.DIMENSIONS or math.prod(shape) * dtype.itemsize != member.size - data_start:
         raise CheckpointError(f"member {member.name!r} declares {math.prod(shape) * dtype.itemsize} bytes of data for "
                               f"shape {shape} but has {member.size - data_start}")
-    return dtype, shape, fortran == b"True", member.start + data_start
+    return dtype, shape, fortran == b"True", head[:data_start]
 
 
 def load(file: IO[bytes], source: str, infos: list[zipfile.ZipInfo]) -> Any:
@@ -89,14 +90,18 @@ def load(file: IO[bytes], source: str, infos: list[zipfile.ZipInfo]) -> Any:
         if HEADER_MEMBER not in archive.members:
             raise CheckpointError(f"not a modulecraft checkpoint (no {_HEADER} entry); "
                                   "write checkpoints with modulecraft.save")
-        archive.read(archive.members[HEADER_MEMBER])  # its CRC checked: a flipped bit there would change the structure
-        arrays, pieces = {}, []
+        arrays, pieces, checks = {}, [], []
         for name, member in archive.members.items():
-            dtype, shape, fortran, start = _array_header(file, member)
+            dtype, shape, fortran, head = _array_header(file, member)
             array = np.empty(shape, dtype, order="F" if fortran else "C")
             arrays[name[:-len(".npy")] if name.endswith(".npy") else name] = array
-            pieces.append((start, array.reshape(-1, order="A").view(np.uint8)))
+            data = array.reshape(-1, order="A").view(np.uint8)
+            pieces.append((member.start + len(head), data))
+            checks.append((member, head, data))
         read_pieces(file, 0, sorted(pieces, key=lambda piece: piece[0]), "an .npz member")
+        for member, head, data in checks:  # as numpy.load did through zipfile: savez records every CRC
+            if zlib.crc32(data, zlib.crc32(head)) != member.crc:
+                raise CheckpointError(f"member {member.name!r} fails its CRC check: the file is damaged")
         header = arrays.pop(_HEADER)
         if header.dtype.kind != "U" or header.shape != ():
             raise CheckpointError(f"its {_HEADER} entry is not a string")
