@@ -74,7 +74,8 @@ def _array_header(file: IO[bytes], member: Member) -> tuple[np.dtype, tuple, boo
     descr, fortran, shape_text = match.groups()
     dtype = np.dtype(descr.decode("ascii"))
     if dtype.hasobject:
-        raise CheckpointError(f"member {member.name!r} holds Python objects, which only pickle could read")
+        raise CheckpointError(f"member {member.name!r} holds Python objects, which only pickle could read: refused, "
+                              "as numpy.load(allow_pickle=False) refuses them")
     shape = tuple(int(size) for size in shape_text.replace(b" ", b"").split(b",") if size)
     if len(shape) > limits.DIMENSIONS or math.prod(shape) * dtype.itemsize != member.size - data_start:
         raise CheckpointError(f"member {member.name!r} declares {math.prod(shape) * dtype.itemsize} bytes of data for "
