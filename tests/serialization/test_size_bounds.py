@@ -104,8 +104,8 @@ def test_60000_keys_that_all_hash_alike_are_refused(tmp_path, make):
 
 def test_many_small_int_and_string_keys_load():
     """An optimizer's state is keyed by small ints, a state_dict by names: neither is limited."""
-    state = {i: torch.zeros(0) for i in range(20_000)}
-    state.update({f"name{i}": i for i in range(20_000)})
+    state = {i: torch.zeros(0) for i in range(5_000)}
+    state.update({f"name{i}": i for i in range(5_000)})
     loaded = modulecraft.load(io.BytesIO(torch_saved(state)))
     assert list(loaded) == list(state)
 
