@@ -19,7 +19,7 @@ from modulecraft.serialization import CheckpointError, limits
 from .archives import members, torch_saved, zipped
 from .hostile import Call, Storage, Tensor, checkpoint
 from .limits import MiB, load_limited
-from .test_resource_bounds import npz_entries, safetensors_file, with_tree
+from .test_resource_bounds import safetensors_file, with_tree
 
 _MEMORY = 400 * MiB  # the interpreter, numpy and modulecraft take about 150 MB of address space
 
