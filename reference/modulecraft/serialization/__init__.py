@@ -64,10 +64,10 @@ def save(obj: Mapping[str, Any], f: PathOrFile, format: str | None = None) -> No
     """Write the checkpoint ``obj`` (a state_dict, or a dict of state_dicts and values) to ``f``.
 
     ``f`` is a path or a binary file object. The format is ``format`` (``"safetensors"``, ``"torch"`` (or
-    ``"pt"``) or ``"npz"``), else the path's suffix (``.pt``/``.pth`` for torch's, ``.npz``), else safetensors. Values may be
-    numpy arrays, str, int, float, bool, None, bytes, complex, numpy dtypes, and dicts, lists, tuples and sets
-    of them; also, except in torch's format (torch has no such values), numpy scalars, frozensets and lazy
-    modules' uninitialised placeholders. Anything else is refused, so ``load`` gives back exactly what was
+    ``"pt"``) or ``"npz"``), else the path's suffix (``.pt``/``.pth`` for torch's, ``.npz``), else safetensors.
+    Values may be numpy arrays, str, int, float, bool, None, bytes, complex, numpy dtypes (of arrays), and dicts,
+    lists, tuples and sets of them; also, except in torch's format (torch has no such values), numpy scalars,
+    frozensets and lazy modules' uninitialised placeholders. Anything else is refused, so ``load`` gives back exactly what was
     saved. A path is used as given, suffix and all.
     """
     chosen = _format_to_write(f, format)

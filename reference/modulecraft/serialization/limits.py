@@ -8,7 +8,8 @@ numbers measured) rather than by the process running out of time or memory. Ever
 from __future__ import annotations
 
 __all__ = ["NESTING", "DIMENSIONS", "INT64", "PICKLE_BYTES", "OPCODES", "OBJECTS", "TENSORS", "HASHED_NODES",
-           "CHOSEN_HASH_NODES", "CONVERTED_ELEMENTS_PER_BYTE", "CONVERTED_ELEMENTS", "HEADER_BYTES", "HEADER_NODES", "MEMBERS", "hash_is_chosen"]
+           "CHOSEN_HASH_NODES", "CONVERTED_ELEMENTS_PER_BYTE", "CONVERTED_ELEMENTS", "HEADER_BYTES", "HEADER_NODES",
+           "MEMBERS", "hash_is_chosen"]
 
 NESTING = 100  # containers inside containers; a training checkpoint nests about 5 deep
 DIMENSIONS = 64  # numpy's own limit on a shape's length

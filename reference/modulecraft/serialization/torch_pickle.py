@@ -12,8 +12,9 @@ attributes only on an ``OrderedDict``, where a state_dict keeps its ``_metadata`
 every dict and keeps only a checked ``_metadata``).
 
 Before unpickling, :func:`~modulecraft.serialization.pickle_scan.check_opcodes` walks the opcodes without running
-them and bounds what C's unpickler would do blindly (allocations, objects, hashing). Sizes, strides, offsets and element counts
-must be ints below 2**63 before any arithmetic is done on them: products of megabyte-long ints take seconds.
+them and bounds what C's unpickler would do blindly (allocations, objects, hashing). Sizes, strides, offsets and
+element counts must be ints below 2**63 before any arithmetic is done on them: products of megabyte-long ints take
+seconds.
 """
 
 from __future__ import annotations
