@@ -12,7 +12,7 @@ import pytest
 
 import modulecraft
 from modulecraft.serialization import CheckpointError
-from modulecraft.serialization import torch_pickle
+from modulecraft.serialization import limits, torch_pickle
 
 from .archives import members, nested_members, with_aliases, zipped
 from .hostile import Storage, Tensor, checkpoint, pickled
@@ -105,13 +105,13 @@ def test_tensors_rebuilt_again_and_again_from_memoised_arguments_are_capped(tmp_
     for tensor in tensors:
         tensor.args = first.args  # one memoised argument tuple, one new REDUCE per tensor
     data = checkpoint(pickle_bytes=pickled(tensors), storages={"0": bytes(12)})
-    refused(tmp_path, data, f"builds more than {torch_pickle._TENSOR_LIMIT} tensors", memory=300 * MiB)
+    refused(tmp_path, data, f"builds more than {limits.TENSORS} tensors", memory=300 * MiB)
 
 
 def test_a_pickle_building_more_objects_than_any_checkpoint_is_refused(tmp_path):
     """A dict a byte: 1.1 million dicts in 1.1 MB."""
     data = checkpoint(pickle_bytes=b"\x80\x02](" + b"}" * 1_100_000 + b"e.")
-    refused(tmp_path, data, f"builds more than {torch_pickle._OBJECT_LIMIT} objects", memory=300 * MiB)
+    refused(tmp_path, data, f"builds more than {limits.OBJECTS} objects", memory=300 * MiB)
 
 
 def test_tuples_nested_a_million_deep_are_refused_instead_of_crashing_the_interpreter(tmp_path):

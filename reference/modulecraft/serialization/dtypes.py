@@ -1,8 +1,11 @@
 """Element types as the three formats name them, and the exact widening of those numpy lacks.
 
 numpy has no bfloat16, float8 or complex32: a checkpoint's arrays of those types load widened to float32 (or
-complex64), which holds every one of their values exactly (NaN and infinities included). Everything else loads
-with its own numpy dtype. One table serves the readers and the writers of safetensors and torch's format.
+complex64), which holds every one of their values exactly (NaN and infinities included). torch's bit types
+(``bits8``, ``bits16``, ``bits1x8``, ``bits2x4``, ``bits4x2``: raw bits with no arithmetic) load as the unsigned
+ints of their size. Everything else loads with its own numpy dtype. One table serves the readers and the writers
+of safetensors and torch's format; :data:`UNREAD` says why the few types torch or safetensors can write and
+modulecraft cannot read are refused, and what to do.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-__all__ = ["ElementType", "ALL", "by_torch_name", "by_torch_storage", "by_safetensors_name", "for_numpy"]
+__all__ = ["ElementType", "ALL", "UNREAD", "by_torch_name", "by_torch_storage", "by_safetensors_name", "for_numpy"]
 
 
 class ElementType(NamedTuple):
@@ -87,17 +90,33 @@ _TYPES = [
     ElementType("complex32", None, None, np.dtype([("real", "<f2"), ("imag", "<f2")]), _complex32),
     ElementType("float8_e4m3fn", None, "F8_E4M3", np.dtype("u1"), _float8(4, 7, nan_is_all_ones=True)),
     ElementType("float8_e5m2", None, "F8_E5M2", np.dtype("u1"), _float8(5, 15, inf=True)),
-    ElementType("float8_e4m3fnuz", None, None, np.dtype("u1"), _float8(4, 8, nan_is_negative_zero=True)),
-    ElementType("float8_e5m2fnuz", None, None, np.dtype("u1"), _float8(5, 16, nan_is_negative_zero=True)),
+    ElementType("float8_e4m3fnuz", None, "F8_E4M3FNUZ", np.dtype("u1"), _float8(4, 8, nan_is_negative_zero=True)),
+    ElementType("float8_e5m2fnuz", None, "F8_E5M2FNUZ", np.dtype("u1"), _float8(5, 16, nan_is_negative_zero=True)),
     ElementType("float8_e8m0fnu", None, "F8_E8M0", np.dtype("u1"),
                 _float8(8, 127, nan_is_all_ones=True, signed=False)),
+    # listed after uint8 and uint16, which are what arrays of those numpy dtypes are written as
+    ElementType("bits8", None, None, np.dtype("u1")),
+    ElementType("bits16", None, None, np.dtype("<u2")),
+    ElementType("bits1x8", None, None, np.dtype("u1")),
+    ElementType("bits2x4", None, None, np.dtype("u1")),
+    ElementType("bits4x2", None, None, np.dtype("u1")),
 ]
+
+_PACKED = ("numpy has no such type, and unpacking it would change the tensor's shape; to keep its bytes, save "
+           "tensor.view(torch.uint8) instead")
+UNREAD = {  # name (torch's or safetensors') -> what it is, and what to do
+    "float4_e2m1fn_x2": "two 4-bit floats (e2m1) packed in each byte: " + _PACKED,
+    "F4": "4-bit floats (e2m1) packed two to a byte, which safetensors.torch does not write: " + _PACKED,
+    **{name: "a quantized integer type: save tensor.dequantize() instead" for name in
+       ("qint8", "quint8", "qint32", "quint4x2", "quint2x4")},
+}
 
 ALL = tuple(_TYPES)
 _BY_TORCH_NAME = {kind.torch_name: kind for kind in _TYPES}
 _BY_STORAGE = {kind.storage: kind for kind in _TYPES if kind.storage}
 _BY_SAFETENSORS_NAME = {kind.safetensors_name: kind for kind in _TYPES if kind.safetensors_name}
-_BY_NUMPY = {kind.raw.newbyteorder("="): kind for kind in _TYPES if kind.widen is None}
+# reversed: of the types stored as one numpy dtype (uint8, bits8, ...), the first listed is the one written
+_BY_NUMPY = {kind.raw.newbyteorder("="): kind for kind in reversed(_TYPES) if kind.widen is None}
 
 
 def by_torch_name(name: str) -> ElementType | None:

@@ -29,15 +29,38 @@ from typing import Any
 import numpy as np
 
 from modulecraft.nn.parameter import UninitializedBuffer, UninitializedParameter, is_lazy
+from modulecraft.serialization import dtypes, limits
 from modulecraft.serialization.errors import CheckpointError
 
-__all__ = ["split", "assemble", "flattened_name", "FORMAT", "FORMAT_VERSION", "NESTING_LIMIT"]
+__all__ = ["split", "assemble", "flattened_name", "parse_json", "FORMAT", "FORMAT_VERSION"]
 
 FORMAT = "modulecraft.state_dict"
 FORMAT_VERSION = 2
-NESTING_LIMIT = 100  # containers inside containers; a training checkpoint nests about 5 deep
 _PLAIN = (str, int, float, bool, type(None))
 _CONTAINERS = {list: "list", tuple: "tuple", set: "set", frozenset: "frozenset"}
+# numpy dtypes a header may name (a saved dtype, a lazy placeholder's): those of arrays a checkpoint holds, in either
+# byte order, never an object, string, structured or subarray dtype
+_DTYPES = {dtype.newbyteorder(order).str for kind in dtypes.ALL if kind.widen is None
+           for dtype in [kind.raw] for order in "<>"}
+
+
+def parse_json(text: str | bytes, what: str) -> Any:
+    """``json.loads(text)``, once an upper bound of the values it holds (a value starts the text or follows one
+    of ``[{,:``) is within the header nodes limit: each costs Python 30 to 90 bytes, so junk like 100 MB of ``[]``
+    would take gigabytes."""
+    marks = (b"[", b"{", b",", b":") if isinstance(text, bytes) else ("[", "{", ",", ":")
+    nodes = 1 + sum(text.count(mark) for mark in marks)
+    if nodes > limits.HEADER_NODES:
+        raise CheckpointError(f"{what} may hold {nodes} JSON values, more than the {limits.HEADER_NODES} of the "
+                              "header nodes limit (a header of 100,000 tensors has about 1.7 million)")
+    return json.loads(text)
+
+
+def _checked_dtype(text: Any) -> np.dtype:
+    if text not in _DTYPES:
+        raise CheckpointError(f"its header names the dtype {str(text)[:40]!r}, which is not one of an array's "
+                              "(bool, int, uint, float or complex)")
+    return np.dtype(text)
 
 
 def split(obj: Mapping[str, Any], reserved: str) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
@@ -63,8 +86,8 @@ def split(obj: Mapping[str, Any], reserved: str) -> tuple[dict[str, np.ndarray],
         return name
 
     def encode(value: Any, name: str | None, depth: int) -> Any:
-        if depth > NESTING_LIMIT:
-            raise ValueError(f"cannot save {name!r}: containers nested more than {NESTING_LIMIT} deep")
+        if depth > limits.NESTING:
+            raise ValueError(f"cannot save {name!r}: containers nested more than {limits.NESTING} deep")
         if type(value) in _PLAIN:
             return value
         if is_lazy(value):
@@ -90,6 +113,9 @@ def split(obj: Mapping[str, Any], reserved: str) -> tuple[dict[str, np.ndarray],
         if type(value) is complex:
             return {"complex": [value.real, value.imag]}
         if isinstance(value, np.dtype):
+            if value.str not in _DTYPES:
+                raise TypeError(f"cannot save the dtype {value} in {name!r}: a checkpoint holds bool, int, uint, "
+                                "float and complex dtypes")
             return {"dtype": value.str}
         raise TypeError(f"cannot save {name!r} of type {type(value).__name__}: a checkpoint holds numpy arrays and "
                         "scalars, str, int, float, bool, None, bytes, complex, numpy dtypes, and dicts, lists, "
@@ -107,41 +133,72 @@ def flattened_name(prefix: str | None, key: Any) -> str | None:
 def _placeholder(kind: str, dtype: str):
     """The shape-less parameter or buffer of a lazy module that had not run yet when it was saved."""
     cls = UninitializedParameter if kind == "parameter" else UninitializedBuffer
-    return cls(dtype=np.dtype(dtype))
+    return cls(dtype=_checked_dtype(dtype))
 
 
-def _decode(node: Any, arrays: Mapping[str, np.ndarray], used: set, depth: int) -> Any:
-    if depth > NESTING_LIMIT:
-        raise CheckpointError(f"its header nests containers more than {NESTING_LIMIT} deep")
+def _nodes(node: Any) -> int:
+    """How many JSON values ``node`` is (a key's, to count what comparing it costs)."""
+    if type(node) is list:
+        return 1 + sum(map(_nodes, node))
+    if type(node) is dict:
+        return 1 + sum(map(_nodes, node.values()))
+    return 1
+
+
+class _Decoding:
+    """What decoding one header has met so far: the arrays its tree named, the key nodes whose hash it chose."""
+
+    def __init__(self, arrays: Mapping[str, np.ndarray]):
+        self.arrays, self.used, self.chosen = arrays, set(), 0
+
+    def key(self, node: Any, depth: int) -> Any:
+        """A dict key or set item, counted if a file can choose its hash (see limits.CHOSEN_HASH_NODES)."""
+        key = _decode(node, self, depth)
+        if limits.hash_is_chosen(key):
+            self.chosen += _nodes(node)
+            if self.chosen > limits.CHOSEN_HASH_NODES:
+                raise CheckpointError(f"its header has more than {limits.CHOSEN_HASH_NODES} nodes in dict keys or "
+                                      "set items whose hash a file can choose (tuples, complex numbers, ints of "
+                                      "2**56 or more: the chosen hashes limit)")
+        return key
+
+
+def _decode(node: Any, decoding: _Decoding, depth: int) -> Any:
+    if depth > limits.NESTING:
+        raise CheckpointError(f"its header nests containers more than {limits.NESTING} deep")
     if type(node) in _PLAIN:
         return node
     if type(node) is not dict or len(node) not in (1, 2):
         raise CheckpointError(f"its header has an unknown node {str(node)[:60]!r}")
     (tag, content), *rest = node.items()
     if tag in ("array", "scalar"):
-        if content in used:
+        if content in decoding.used:
             raise CheckpointError(f"its header names the array {content!r} twice")
-        used.add(content)
-        return arrays[content] if tag == "array" else arrays[content][()]
+        decoding.used.add(content)
+        return decoding.arrays[content] if tag == "array" else decoding.arrays[content][()]
     if tag == "uninitialized":
         return _placeholder(content, node["dtype"])
     if tag in ("dict", "ordered_dict"):
         result = {} if tag == "dict" else OrderedDict()
         for key, value in content:
-            result[_decode(key, arrays, used, depth + 1)] = _decode(value, arrays, used, depth + 1)
+            result[decoding.key(key, depth + 1)] = _decode(value, decoding, depth + 1)
         if rest:
-            metadata = _decode(node["metadata"], arrays, used, depth + 1)
+            metadata = _decode(node["metadata"], decoding, depth + 1)
             result._metadata = OrderedDict(metadata)
         return result
     kind = next((kind for kind, name in _CONTAINERS.items() if name == tag), None)
+    if kind in (set, frozenset):
+        return kind(decoding.key(item, depth + 1) for item in content)
     if kind is not None:
-        return kind(_decode(item, arrays, used, depth + 1) for item in content)
+        return kind(_decode(item, decoding, depth + 1) for item in content)
     if tag == "bytes":
         return content.encode("latin1")
     if tag == "complex":
-        return complex(*content)
+        if not (type(content) is list and len(content) == 2 and all(type(part) in (int, float) for part in content)):
+            raise CheckpointError(f"its header has a complex number that is not two numbers: {str(content)[:60]}")
+        return complex(*content)  # an int too large for a float raises OverflowError, refused below
     if tag == "dtype":
-        return np.dtype(content)
+        return _checked_dtype(content)
     raise CheckpointError(f"its header has an unknown node {tag!r}")
 
 
@@ -168,7 +225,7 @@ def assemble(header_json: str, arrays: Mapping[str, np.ndarray], source: str) ->
     an array no name refers to) is a damaged file.
     """
     try:
-        header = json.loads(header_json)
+        header = parse_json(header_json, "its modulecraft header")
         if header.get("format") != FORMAT or header.get("version", 0) > FORMAT_VERSION:
             raise CheckpointError(f"an unknown checkpoint format {header.get('format')!r} version "
                                   f"{header.get('version')!r}; upgrade modulecraft to read it")
@@ -176,13 +233,14 @@ def assemble(header_json: str, arrays: Mapping[str, np.ndarray], source: str) ->
             checkpoint = _assemble_version_1(header, arrays)
             used = set(checkpoint)
         else:
-            used: set = set()
-            checkpoint = _decode(header["tree"], arrays, used, 0)
+            decoding = _Decoding(arrays)
+            checkpoint = _decode(header["tree"], decoding, 0)
+            used = decoding.used
         if set(arrays) - used:
             raise CheckpointError(f"it holds arrays its header does not list: {sorted(set(arrays) - used)[:5]}")
         return checkpoint
     except CheckpointError as error:
         raise CheckpointError(f"{source}: {error}") from None
-    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as error:
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError, OverflowError) as error:
         raise CheckpointError(f"{source} has a damaged modulecraft header ({type(error).__name__}: {error})") \
             from None

@@ -5,24 +5,31 @@ JSON header of :mod:`modulecraft.serialization.header`. Any numpy can inspect it
 and reading it never unpickles (``allow_pickle=False``). Learners' checkpoints saved before safetensors
 became the default are in this format, so :func:`load` must keep reading it.
 
-Before numpy reads a byte, the archive's members are checked as for torch's format (stored uncompressed, inside
-the file, apart from one another: :mod:`~modulecraft.serialization.zip_members`), and, since numpy allocates the
-array an ``.npy`` header declares before reading its data, every member's declared shape against the bytes the
-member really has (:func:`_check_declared_sizes`).
+Reading one: the archive's members are checked as for torch's format (stored uncompressed, inside the file, apart
+from one another: :mod:`~modulecraft.serialization.zip_members`), then every member's ``.npy`` header is parsed
+here (a plain dtype, no Python objects, a shape whose size is the bytes the member really has) before any array is
+allocated, and the arrays' data is read straight into them, as for torch's format, then checked against each
+member's CRC, as ``numpy.load`` did.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import re
+import struct
 import zipfile
+import zlib
 from collections.abc import Mapping
 from typing import IO, Any
 
 import numpy as np
 
+from modulecraft.serialization import limits
 from modulecraft.serialization.errors import ZIP_DAMAGE, CheckpointError
+from modulecraft.serialization.file_bytes import read_pieces
 from modulecraft.serialization.header import assemble, split
-from modulecraft.serialization.zip_members import ZipMembers
+from modulecraft.serialization.zip_members import Member, ZipMembers
 
 __all__ = ["save", "load", "HEADER_MEMBER"]
 
@@ -38,41 +45,70 @@ def save(obj: Mapping[str, Any], file: IO[bytes]) -> None:
     np.savez(file, **payload)
 
 
-_HEADER_READERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+_MAGIC = b"\x93NUMPY"
+_LENGTHS = {(1, 0): "<H", (2, 0): "<I"}  # .npy format versions numpy.savez writes, and how their header length is
+# What numpy writes as a .npy header (a dict's repr, keys sorted, padded with spaces), for a plain dtype: anything
+# else (structured or subarray dtypes) modulecraft.save never wrote. Parsed here, not by numpy's literal_eval,
+# which costs 50 microseconds a member.
+_NPY_HEADER = re.compile(rb"\{'descr': '([<>|=]?[a-zA-Z]\d*(?:\[\w+\])?)', 'fortran_order': (True|False), "
+                         rb"'shape': \(((?:\d+, ?)*\d*)\), \} *\n")
+_HEAD = 256  # bytes read first from each member: numpy's headers are 128 bytes long
 
 
-def _check_declared_sizes(file: IO[bytes]) -> None:
-    """Refuse an archive whose ``.npy`` headers declare more (or less) data than their members hold."""
-    with zipfile.ZipFile(file) as archive:
-        for info in archive.infolist():
-            with archive.open(info) as member:
-                version = np.lib.format.read_magic(member)
-                if version not in _HEADER_READERS:
-                    raise CheckpointError(f"member {info.filename!r} has .npy format version {version}, which "
-                                          "modulecraft.save never wrote")
-                shape, _, dtype = _HEADER_READERS[version](member)
-                if dtype.hasobject:  # pickled data: np.load refuses it below (allow_pickle=False)
-                    continue
-                declared = int(np.prod(shape, dtype=object)) * dtype.itemsize
-                if member.tell() + declared != info.file_size:
-                    raise CheckpointError(f"member {info.filename!r} declares {declared} bytes of data for shape "
-                                          f"{shape} but has {info.file_size - member.tell()}")
+def _array_header(file: IO[bytes], member: Member) -> tuple[np.dtype, tuple, bool, bytes]:
+    """A member's dtype, shape and order, and its header's bytes (its data follows), from its .npy header alone."""
+    file.seek(member.start)
+    head = file.read(min(member.size, _HEAD))
+    version = tuple(head[6:8])
+    if not head.startswith(_MAGIC) or version not in _LENGTHS:
+        raise CheckpointError(f"member {member.name!r} is not an .npy array of a format version numpy.savez writes")
+    width = struct.calcsize(_LENGTHS[version])
+    data_start = 8 + width + struct.unpack_from(_LENGTHS[version], head + bytes(width), 8)[0]
+    if data_start > member.size:
+        raise CheckpointError(f"member {member.name!r} declares a header longer than itself")
+    if data_start > len(head):
+        head += file.read(data_start - len(head))
+    match = _NPY_HEADER.fullmatch(head[8 + width:data_start])
+    if match is None:
+        raise CheckpointError(f"member {member.name!r} has an .npy header modulecraft.save never wrote")
+    descr, fortran, shape_text = match.groups()
+    dtype = np.dtype(descr.decode("ascii"))
+    if dtype.hasobject:
+        raise CheckpointError(f"member {member.name!r} holds Python objects, which only pickle could read: refused, "
+                              "as numpy.load(allow_pickle=False) refuses them")
+    shape = tuple(int(size) for size in shape_text.replace(b" ", b"").split(b",") if size)
+    if len(shape) > limits.DIMENSIONS or math.prod(shape) * dtype.itemsize != member.size - data_start:
+        raise CheckpointError(f"member {member.name!r} declares {math.prod(shape) * dtype.itemsize} bytes of data for "
+                              f"shape {shape} but has {member.size - data_start}")
+    return dtype, shape, fortran == b"True", head[:data_start]
 
 
-def load(file: IO[bytes], source: str) -> Any:
-    """Read a checkpoint written by :func:`save` from the binary file object ``file``."""
+def load(file: IO[bytes], source: str, infos: list[zipfile.ZipInfo]) -> Any:
+    """Read a checkpoint written by :func:`save` from the binary file object ``file`` (``infos``: its zip
+    directory): every member's header first, then every array's data in one pass over the file."""
     try:
-        ZipMembers(file, "numpy.savez")
-        _check_declared_sizes(file)
-        file.seek(0)
-        with np.load(file, allow_pickle=False) as archive:
-            if _HEADER not in archive.files:
-                raise CheckpointError(f"not a modulecraft checkpoint (no {_HEADER} entry); "
-                                      "write checkpoints with modulecraft.save")
-            header_json = str(archive[_HEADER][()])
-            arrays = {name: archive[name] for name in archive.files if name != _HEADER}
+        archive = ZipMembers(file, "numpy.savez", infos)
+        if HEADER_MEMBER not in archive.members:
+            raise CheckpointError(f"not a modulecraft checkpoint (no {_HEADER} entry); "
+                                  "write checkpoints with modulecraft.save")
+        arrays, pieces, checks = {}, [], []
+        for name, member in archive.members.items():
+            dtype, shape, fortran, head = _array_header(file, member)
+            array = np.empty(shape, dtype, order="F" if fortran else "C")
+            arrays[name[:-len(".npy")] if name.endswith(".npy") else name] = array
+            data = array.reshape(-1, order="A").view(np.uint8)
+            pieces.append((member.start + len(head), data))
+            checks.append((member, head, data))
+        read_pieces(file, 0, sorted(pieces, key=lambda piece: piece[0]), "an .npz member")
+        for member, head, data in checks:  # as numpy.load did through zipfile: savez records every CRC
+            if zlib.crc32(data, zlib.crc32(head)) != member.crc:
+                raise CheckpointError(f"member {member.name!r} fails its CRC check: the file is damaged")
+        header = arrays.pop(_HEADER)
+        if header.dtype.kind != "U" or header.shape != ():
+            raise CheckpointError(f"its {_HEADER} entry is not a string")
+        header_json = str(header[()])
     except CheckpointError as error:
         raise type(error)(f"{source}: {error}") from None
-    except ZIP_DAMAGE as error:  # numpy's own refusals included
+    except (*ZIP_DAMAGE, TypeError) as error:
         raise CheckpointError(f"{source} is a damaged .npz checkpoint ({type(error).__name__}: {error})") from None
     return assemble(header_json, arrays, source)

@@ -34,17 +34,14 @@ from typing import IO, Any
 import numpy as np
 import safetensors.numpy
 
-from modulecraft.serialization import dtypes
+from modulecraft.serialization import dtypes, limits
 from modulecraft.serialization.errors import CheckpointError
 from modulecraft.serialization.file_bytes import read_pieces
-from modulecraft.serialization.header import assemble, split
+from modulecraft.serialization.header import assemble, parse_json, split
 
 __all__ = ["save", "load", "looks_like_safetensors"]
 
 _METADATA_KEY = "modulecraft"
-_HEADER_LIMIT = 100 * 1024 * 1024  # the limit safetensors itself enforces on the JSON header
-_DIMENSION_LIMIT = 64
-_INT64 = 2**63
 
 
 def save(obj: Mapping[str, Any], file: IO[bytes]) -> None:
@@ -64,11 +61,11 @@ def save(obj: Mapping[str, Any], file: IO[bytes]) -> None:
 
 def looks_like_safetensors(start: bytes) -> bool:
     """Whether the first bytes of a file are a safetensors header: an 8-byte little-endian size, then ``{``."""
-    return len(start) >= 9 and start[8:9] == b"{" and struct.unpack("<Q", start[:8])[0] <= _HEADER_LIMIT
+    return len(start) >= 9 and start[8:9] == b"{" and struct.unpack("<Q", start[:8])[0] <= limits.HEADER_BYTES
 
 
 def _is_count(value: Any) -> bool:
-    return type(value) is int and 0 <= value < _INT64
+    return type(value) is int and 0 <= value < limits.INT64
 
 
 def _checked_entry(name: str, entry: Any, data_size: int) -> tuple[dtypes.ElementType, list, int, int]:
@@ -80,9 +77,11 @@ def _checked_entry(name: str, entry: Any, data_size: int) -> tuple[dtypes.Elemen
         raise CheckpointError(f"tensor {name!r} is not described by a dtype, a shape and two data offsets") from None
     kind = dtypes.by_safetensors_name(dtype) if type(dtype) is str else None
     if kind is None:
-        raise CheckpointError(f"tensor {name!r} has the dtype {str(dtype)[:20]!r}, which modulecraft does not read "
-                              "(it reads BOOL, U8-U64, I8-I64, F16, BF16, F32, F64, C64 and F8 types)")
-    if not (type(shape) is list and len(shape) <= _DIMENSION_LIMIT and all(map(_is_count, shape))
+        what = f": {dtypes.UNREAD[dtype]}" if dtype in dtypes.UNREAD else \
+            " (it reads BOOL, U8-U64, I8-I64, F16, BF16, F32, F64, C64 and the F8 types)"
+        raise CheckpointError(f"tensor {name!r} has the dtype {str(dtype)[:20]!r}, which modulecraft does not read"
+                              + what)
+    if not (type(shape) is list and len(shape) <= limits.DIMENSIONS and all(map(_is_count, shape))
             and _is_count(begin) and _is_count(end) and begin <= end <= data_size):
         raise CheckpointError(f"tensor {name!r} has an invalid shape {str(shape)[:60]} or data offsets "
                               f"{str(entry['data_offsets'])[:60]} for {data_size} bytes of data")
@@ -98,14 +97,17 @@ def load(file: IO[bytes], source: str) -> Any:
         file_size = file.tell()
         file.seek(0)
         (header_size,) = struct.unpack("<Q", file.read(8))
-        if header_size > min(_HEADER_LIMIT, file_size - 8):
+        if header_size > min(limits.HEADER_BYTES, file_size - 8):
             raise CheckpointError(f"its header declares {header_size} bytes, more than the file holds")
-        header = json.loads(file.read(header_size))
+        header = parse_json(file.read(header_size), "its header")
         if type(header) is not dict:
             raise CheckpointError("its header is not a JSON object")
         metadata = header.pop("__metadata__", None) or {}
         if type(metadata) is not dict or not all(type(value) is str for value in metadata.values()):
             raise CheckpointError("its __metadata__ is not a mapping of strings to strings")
+        if len(header) > limits.TENSORS:
+            raise CheckpointError(f"its header lists more than {limits.TENSORS} tensors (the tensors limit), more "
+                                  "than any checkpoint modulecraft reads holds")
         data_start = 8 + header_size
         entries = {name: _checked_entry(name, entry, file_size - data_start) for name, entry in header.items()}
         covered = 0

@@ -11,36 +11,27 @@ is read. The allowed callables are immutable named tuples, so a BUILD opcode can
 attributes only on an ``OrderedDict``, where a state_dict keeps its ``_metadata``; :func:`materialise` rebuilds
 every dict and keeps only a checked ``_metadata``).
 
-Before unpickling, :func:`check_opcodes` walks the opcodes without running them and bounds what C's unpickler
-would do blindly: lengths it would allocate, memo indices, the number of objects built, and how deeply tuples
-nest (hashing a tuple nested a million deep crashes the interpreter). Sizes, strides, offsets and element counts
-must be ints below 2**63 before any arithmetic is done on them: products of megabyte-long ints take seconds.
+Before unpickling, :func:`~modulecraft.serialization.pickle_scan.check_opcodes` walks the opcodes without running
+them and bounds what C's unpickler would do blindly (allocations, objects, hashing). Sizes, strides, offsets and
+element counts must be ints below 2**63 before any arithmetic is done on them: products of megabyte-long ints take
+seconds.
 """
 
 from __future__ import annotations
 
 import io
 import pickle
-import pickletools
 import reprlib
 from collections import OrderedDict
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-from modulecraft.serialization import dtypes
+from modulecraft.serialization import dtypes, limits
 from modulecraft.serialization.errors import CheckpointError, UnpicklingError
-from modulecraft.serialization.header import NESTING_LIMIT
 
-__all__ = ["StateDictUnpickler", "StorageRef", "TensorSpec", "check_opcodes", "materialise"]
+__all__ = ["StateDictUnpickler", "StorageRef", "TensorSpec", "materialise"]
 
-# A state_dict's pickle builds about 20 objects per tensor (names, tuples, the storage's persistent id): a million
-# objects is 50,000 tensors. A pickle can ask for a tensor in 5 bytes by reusing memoised arguments, so tensors,
-# the costliest objects to make, are counted on their own.
-_OBJECT_LIMIT = 1_000_000
-_TENSOR_LIMIT = 100_000
-_DIMENSION_LIMIT = 64  # numpy's own limit
-_INT64 = 2**63
 
 class _ShortRepr(reprlib.Repr):
     """Error messages quote a hostile value's start: it may be megabytes long, or an int too long to print."""
@@ -96,11 +87,11 @@ class _Allowed(NamedTuple):
 
 
 def _is_count(value: Any) -> bool:
-    return type(value) is int and 0 <= value < _INT64
+    return type(value) is int and 0 <= value < limits.INT64
 
 
 def _is_shape(value: Any) -> bool:
-    return type(value) is tuple and len(value) <= _DIMENSION_LIMIT and all(map(_is_count, value))
+    return type(value) is tuple and len(value) <= limits.DIMENSIONS and all(map(_is_count, value))
 
 
 def _tensor(storage, storage_offset, size, stride, kind: dtypes.ElementType | None) -> TensorSpec:
@@ -212,6 +203,12 @@ class StateDictUnpickler(pickle.Unpickler):
         try:
             found = _ALLOWED_GLOBALS[module, name]
         except (KeyError, TypeError):
+            if module == "torch" and name in dtypes.UNREAD:
+                raise CheckpointError(f"the checkpoint holds tensors of dtype torch.{name}, which modulecraft does "
+                                      f"not read: {dtypes.UNREAD[name]}") from None
+            if (module, name) == ("torch._utils", "_rebuild_qtensor"):
+                raise CheckpointError("the checkpoint holds quantized tensors, which modulecraft does not read: "
+                                      "save tensor.dequantize() instead") from None
             raise UnpicklingError(
                 f"the checkpoint's pickle asks for the global {module}.{name}, which is not allowed: a checkpoint "
                 "needs only containers, tensors, dtypes, torch.Size/device, set, complex and bytes. Nothing from "
@@ -223,9 +220,9 @@ class StateDictUnpickler(pickle.Unpickler):
     def _counted(self, rebuild: Callable) -> Callable:
         def rebuild_counted(*args):
             self.tensors += 1
-            if self.tensors > _TENSOR_LIMIT:
-                raise CheckpointError(f"the pickle builds more than {_TENSOR_LIMIT} tensors, more than any "
-                                      "checkpoint modulecraft reads holds")
+            if self.tensors > limits.TENSORS:
+                raise CheckpointError(f"the pickle builds more than {limits.TENSORS} tensors (the tensors limit), "
+                                      "more than any checkpoint modulecraft reads holds")
             return rebuild(*args)
         return rebuild_counted
 
@@ -242,91 +239,22 @@ class StateDictUnpickler(pickle.Unpickler):
         return ref
 
 
-_MEMO_PUTS = {"PUT", "BINPUT", "LONG_BINPUT"}
-_MEMO_GETS = {"GET", "BINGET", "LONG_BINGET"}
-_TUPLES = {"TUPLE", "TUPLE1", "TUPLE2", "TUPLE3", "FROZENSET"}
-_IN_PLACE = {"APPEND", "APPENDS", "SETITEM", "SETITEMS", "ADDITEMS", "BUILD"}  # the container is no new object
-
-
-def check_opcodes(data: bytes) -> None:
-    """Walk the pickle's opcodes without running them, refusing what would make C's unpickler allocate big,
-    compute long or crash.
-
-    C's unpickler allocates a ``bytes`` of the size an opcode declares *before* reading it, and grows its memo
-    to the index a PUT names: every declared length must fit in the data (``genops`` reads each argument) and
-    memo indices must come in order, as every pickler writes them. The stack is simulated to count the objects
-    built and to know how deeply each tuple nests.
-    """
-    stack: list[int] = []  # per stack item: how deeply it nests tuples (the depth hash() recurses to)
-    marks: list[int] = []
-    memo: list[int] = []
-    objects = 0
-    try:
-        for opcode, argument, position in pickletools.genops(data):
-            name = opcode.name
-            if name == "MARK":
-                marks.append(len(stack))
-                continue
-            if name in _MEMO_PUTS or name == "MEMOIZE":
-                if name != "MEMOIZE" and argument > len(memo):
-                    raise CheckpointError(f"the checkpoint's pickle stores memo entry {argument} at byte {position} "
-                                          f"after only {len(memo)} entries: picklers number them in order")
-                if name == "MEMOIZE" or argument == len(memo):
-                    memo.append(stack[-1])
-                else:
-                    memo[argument] = stack[-1]
-                continue
-            if name in _MEMO_GETS or name == "DUP":
-                stack.append(memo[argument] if name in _MEMO_GETS else stack[-1])
-                continue
-            before = opcode.stack_before
-            if pickletools.markobject in before:  # [container,] mark, items
-                mark = marks.pop()
-                items = stack[mark:]
-                del stack[mark:]
-                for _ in range(before.index(pickletools.markobject)):
-                    items.append(stack.pop())
-            else:
-                items = [stack.pop() for _ in before]
-            if name in _IN_PLACE:
-                stack.append(items[-1])
-            elif opcode.stack_after:
-                depth = 1 + max(items, default=0) if name in _TUPLES else 0
-                if depth > NESTING_LIMIT:
-                    raise CheckpointError(f"the checkpoint's pickle nests tuples more than {NESTING_LIMIT} deep "
-                                          f"at byte {position}")
-                stack.append(depth)
-                objects += 1
-                if objects > _OBJECT_LIMIT:
-                    raise CheckpointError(f"the checkpoint's pickle builds more than {_OBJECT_LIMIT} objects, more "
-                                          "than any checkpoint modulecraft reads needs")
-    except CheckpointError:
-        raise
-    except Exception as error:  # genops raises ValueError or others for any malformed pickle; IndexError: ours
-        raise CheckpointError(f"the checkpoint's pickle is damaged ({type(error).__name__}: {error})") from None
-
-
-def materialise(obj: Any, storages: dict[str, Callable[[dtypes.ElementType], np.ndarray]]) -> Any:
+def materialise(obj: Any, tensor: Callable[[TensorSpec], np.ndarray]) -> Any:
     """The unpickled object with our stand-ins replaced by arrays, dtypes and strings, containers rebuilt fresh.
 
-    ``storages`` maps a storage key to a function giving that storage as a flat array of a given type.
-    Rebuilding (rather than editing in place) drops any attribute a BUILD opcode set on a dict, except a
-    state_dict's ``_metadata``, which is checked to be what torch writes. Objects shared in the pickle stay
-    shared (tied weights are one array).
+    ``tensor`` makes the array a :class:`TensorSpec` asks for. Rebuilding (rather than editing in place) drops any
+    attribute a BUILD opcode set on a dict, except a state_dict's ``_metadata``, which is checked to be what torch
+    writes. Objects shared in the pickle stay shared (tied weights are one array).
     """
     made: dict[int, Any] = {}
 
     def make(obj: Any, depth: int) -> Any:
         if id(obj) in made:
             return made[id(obj)]
-        if depth > NESTING_LIMIT:
-            raise CheckpointError(f"the checkpoint nests containers more than {NESTING_LIMIT} deep")
+        if depth > limits.NESTING:
+            raise CheckpointError(f"the checkpoint nests containers more than {limits.NESTING} deep")
         if isinstance(obj, TensorSpec):
-            storage = storages[obj.storage.key](obj.kind)
-            itemsize = storage.itemsize
-            result = np.ndarray(obj.size, storage.dtype, buffer=storage, offset=obj.offset * itemsize,
-                                strides=tuple(s * itemsize for s in obj.stride)) if storage.size else \
-                np.zeros(obj.size, storage.dtype)
+            result = tensor(obj)
         elif type(obj) in (dict, OrderedDict):
             result = type(obj)()
             made[id(obj)] = result

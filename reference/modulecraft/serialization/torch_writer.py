@@ -20,8 +20,8 @@ from typing import IO, Any
 import numpy as np
 
 from modulecraft.nn.parameter import is_lazy
-from modulecraft.serialization import dtypes
-from modulecraft.serialization.header import NESTING_LIMIT, flattened_name
+from modulecraft.serialization import dtypes, limits
+from modulecraft.serialization.header import flattened_name
 
 __all__ = ["save"]
 
@@ -125,8 +125,8 @@ class _PickleWriter:
 
     def value(self, obj: Any, depth: int, path: str | None) -> None:
         """Append the opcodes that rebuild ``obj``; ``path`` names it in errors."""
-        if depth > NESTING_LIMIT:
-            raise ValueError(f"cannot save {path!r}: containers nested more than {NESTING_LIMIT} deep")
+        if depth > limits.NESTING:
+            raise ValueError(f"cannot save {path!r}: containers nested more than {limits.NESTING} deep")
         if id(obj) in self.memo:
             self._get(self.memo[id(obj)])
             return

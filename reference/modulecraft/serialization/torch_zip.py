@@ -20,20 +20,23 @@ would make loading several times slower.
 
 Differences from ``torch.load``: tensors come back as numpy arrays (views of one array per storage, so shared
 storages still share memory), bfloat16/float8 as float32 and complex32 as complex64 (exactly: numpy has no such
-types), dtypes as numpy dtypes, ``torch.Size`` as a tuple and ``torch.device`` as its name; quantized, sparse and
-subclassed tensors and pickled modules are refused.
+types; each such tensor an array of its own, sharing no memory), torch's bit types as unsigned ints, dtypes as
+numpy dtypes, ``torch.Size`` as a tuple and ``torch.device`` as its name; float4, quantized, sparse and subclassed
+tensors and pickled modules are refused.
 """
 
 from __future__ import annotations
 
+import math
 import zipfile
-from typing import IO, Any, Callable
+from typing import IO, Any
 
 import numpy as np
 
-from modulecraft.serialization import dtypes
+from modulecraft.serialization import limits
 from modulecraft.serialization.errors import ZIP_DAMAGE, CheckpointError
-from modulecraft.serialization.torch_pickle import StateDictUnpickler, check_opcodes, materialise, short
+from modulecraft.serialization.pickle_scan import check_opcodes
+from modulecraft.serialization.torch_pickle import StateDictUnpickler, TensorSpec, materialise, short
 from modulecraft.serialization.zip_members import Member, ZipMembers
 
 __all__ = ["load", "is_torch_archive", "PICKLE"]
@@ -65,19 +68,35 @@ def _member(archive: ZipMembers, name: str):
         raise CheckpointError(f"no member {short(name)}: the archive is incomplete") from None
 
 
-def _typed_views(raw: np.ndarray, big_endian: bool) -> Callable[[dtypes.ElementType], np.ndarray]:
-    """A storage's bytes as a flat array of a given type (one array per type, made once)."""
-    typed: dict[str, np.ndarray] = {}
+class _Tensors:
+    """Each tensor the pickle asks for, as an array: a view of its storage's bytes when numpy has its type in the
+    file's byte order (views of one storage share memory, as in torch, whatever their types), else an array of
+    its own, widened or byte-swapped from just its elements (never the whole storage: a one-element view of a
+    64 MB storage costs one element). Those arrays' elements are counted first, within the converted elements
+    limit."""
 
-    def as_type(kind: dtypes.ElementType) -> np.ndarray:
-        if kind.torch_name not in typed:
-            array = raw.view(kind.raw)
-            if big_endian and kind.raw.itemsize > 1:
-                array = array.view(kind.raw.newbyteorder(">")).astype(kind.raw)
-            typed[kind.torch_name] = kind.load(array)
-        return typed[kind.torch_name]
+    def __init__(self, raws: dict[str, np.ndarray], big_endian: bool):
+        self.raws, self.big_endian = raws, big_endian
+        stored = sum(raw.size for raw in raws.values())
+        self.budget = limits.CONVERTED_ELEMENTS_PER_BYTE * stored + limits.CONVERTED_ELEMENTS
 
-    return as_type
+    def __call__(self, spec: TensorSpec) -> np.ndarray:
+        kind, raw = spec.kind, self.raws[spec.storage.key]
+        swap = self.big_endian and kind.raw.itemsize > 1
+        stored = kind.raw.newbyteorder(">") if swap else kind.raw
+        if raw.size == 0:  # no bytes to view: a tensor of no elements (checked when it was rebuilt)
+            return np.zeros(spec.size, kind.loaded_dtype)
+        itemsize = stored.itemsize
+        view = np.ndarray(spec.size, stored, buffer=raw, offset=spec.offset * itemsize,
+                          strides=tuple(stride * itemsize for stride in spec.stride))
+        if not (swap or kind.widen):
+            return view
+        self.budget -= math.prod(spec.size)
+        if self.budget < 0:
+            raise CheckpointError(f"its tensors of types numpy lacks (widened) or in big-endian order (swapped) "
+                                  f"would hold more than {limits.CONVERTED_ELEMENTS_PER_BYTE} elements per byte of "
+                                  f"storage plus {limits.CONVERTED_ELEMENTS} (the converted elements limit)")
+        return kind.load(view.astype(kind.raw) if swap else view)
 
 
 def _storage_buffers(members: dict[str, Member]) -> dict[str, np.ndarray]:
@@ -92,13 +111,13 @@ def _storage_buffers(members: dict[str, Member]) -> dict[str, np.ndarray]:
     return {key: buffer[starts[key]:starts[key] + member.size] for key, member in members.items()}
 
 
-def load(file: IO[bytes], source: str) -> Any:
+def load(file: IO[bytes], source: str, infos: list[zipfile.ZipInfo]) -> Any:
     """Read the object ``torch.save`` wrote (a state_dict, or containers of tensors and plain values).
 
-    ``file`` is a seekable binary file object; ``source`` names it in error messages.
+    ``file`` is a seekable binary file object, ``infos`` its zip directory; ``source`` names it in error messages.
     """
     try:
-        archive = ZipMembers(file, "torch.save")
+        archive = ZipMembers(file, "torch.save", infos)
         folder = _folder(archive)
         byteorder = "little"
         if folder + "byteorder" in archive.members:
@@ -126,7 +145,7 @@ def load(file: IO[bytes], source: str) -> Any:
                                       f"declares {ref.nbytes}")
         raws = _storage_buffers(members)
         archive.read_into({members[key]: raw for key, raw in raws.items()})  # one pass over the file, no copy
-        return materialise(obj, {key: _typed_views(raw, byteorder == "big") for key, raw in raws.items()})
+        return materialise(obj, _Tensors(raws, byteorder == "big"))
     except CheckpointError as error:  # raised without the file's name, which is added here
         raise type(error)(f"{source}: {error}") from None
     except (*ZIP_DAMAGE, TypeError) as error:  # and unhashable values

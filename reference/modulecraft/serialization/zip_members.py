@@ -4,7 +4,9 @@
 1 GB), a member may be DEFLATE-compressed (1 MB inflating to 1 GiB), a size may exceed the file. Neither
 ``torch.save`` nor ``numpy.savez`` writes any of that, so :class:`ZipMembers` refuses it: every member stored
 uncompressed, inside the file and apart from every other. The members' sizes then add up to at most the file's
-size, so reading all of them costs at most the file's size in time and memory.
+size, so reading all of them costs at most the file's size in time and memory. Before ``zipfile`` reads the
+directory (tens of microseconds a member, and a directory may hold millions), :func:`check_member_count` counts
+its records.
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ from typing import IO, NamedTuple
 
 import numpy as np
 
+from modulecraft.serialization import limits
 from modulecraft.serialization.errors import CheckpointError
 from modulecraft.serialization.file_bytes import read_pieces
 
-__all__ = ["Member", "ZipMembers"]
+__all__ = ["Member", "ZipMembers", "check_member_count"]
 
 _LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature ... file name length, extra field length
 _LOCAL_SIGNATURE = b"PK\x03\x04"
@@ -37,6 +40,27 @@ def _local_fields_agree(fields: bytes, name_length: int, name: str) -> bool:
     return position == len(extra)
 
 
+_DIRECTORY_SIGNATURE = b"PK\x01\x02"
+_ZIP64_RECORDS = 76  # the zip64 end record and locator, which may sit between the directory and its end record
+
+
+def check_member_count(file: IO[bytes]) -> None:
+    """Refuse an archive whose directory has more records than the members limit, counted before ``zipfile``
+    parses it: ``zipfile`` reads records until the directory's declared size is used up, whatever count the
+    archive declares, and each record starts with its signature, so the signatures in those bytes bound them."""
+    end = zipfile._EndRecData(file)  # zipfile's own reader of the end record (None: not a zip, zipfile says so)
+    if end is None:
+        return
+    location, size = end[zipfile._ECD_LOCATION], end[zipfile._ECD_SIZE]
+    start = max(0, location - size - _ZIP64_RECORDS)
+    file.seek(start)
+    records = file.read(location - start).count(_DIRECTORY_SIGNATURE)
+    file.seek(0)
+    if records > limits.MEMBERS:
+        raise CheckpointError(f"its zip directory lists {records} members, more than the {limits.MEMBERS} of the "
+                              "members limit (one per tensor, and a few)")
+
+
 class Member(NamedTuple):
     """One member: where its bytes start in the file, how many there are, and their CRC (0: none recorded)."""
     name: str
@@ -46,14 +70,14 @@ class Member(NamedTuple):
 
 
 class ZipMembers:
-    """The stored members of the zip archive ``file``, by name; ``writer`` names what writes such archives."""
+    """The stored members of the zip archive ``file`` whose directory ``zipfile`` read as ``infos``, by name;
+    ``writer`` names what writes such archives."""
 
-    def __init__(self, file: IO[bytes], writer: str):
+    def __init__(self, file: IO[bytes], writer: str, infos: list[zipfile.ZipInfo]):
         self.file = file
         file.seek(0, io.SEEK_END)
         file_size = file.tell()
         file.seek(0)
-        infos = zipfile.ZipFile(file).infolist()
         self.members: dict[str, Member] = {}
         spans = []
         for info in infos:
