@@ -226,6 +226,7 @@ def rebase_view(view: Tensor, node: Node) -> None:
     for link in chain:
         copy = CopySlices(edges((link._view_base,)) + ((node, 0),))
         copy.key, copy.value_shape = link._view_index, link.shape
+        copy._shapes = [link._view_base.shape]
         node = copy
     set_grad_fn(chain[-1]._view_base, node)
     regenerate_view(view)
