@@ -450,7 +450,8 @@ def validated(validate_outputs, node, grads):
 
 VALIDATE_HINT = ("see 10.6: for each edge (following, output_nr) with a gradient: the same shape as "
                  "following.gradient_shape(output_nr) passes; a shape the input's can be broadcast to is summed with "
-                 "unbroadcast; (None, 0) edges and None gradients pass as they are; return a tuple.")
+                 "unbroadcast (over the leading axes, then with keepdims over the stretched ones); (None, 0) edges and "
+                 "None gradients pass as they are; return a tuple.")
 REFUSE_HINT = ("see 10.6: the input's shape must broadcast to the gradient's (align from the right: each size of the "
                "input equal to the gradient's or 1, and no more axes than the gradient); else raise torch's "
                "RuntimeError naming the node, the edge's index, both shapes.")
@@ -598,7 +599,7 @@ def formulas_hidden(yours, draw, check):
 
 # -- exercise 7: find the bug in linear's backward -----------------------------------------------------------------
 def addmm_node(draw, bias, needs_input):
-    n, k, m = draw.int(2, 4), *draw.sample(range(1, 5), 2)  # in and out sizes differ: a transposed gradient shows
+    n, k, m = draw.int(2, 4), *draw.sample(range(2, 6), 2)  # in and out sizes differ: a transposed gradient shows
     x, weight, grad = draw.array(n, k), draw.array(m, k), draw.array(n, m)
     node = AddmmBackward0(((Node(()) if bias else None, 0), (Node(()) if needs_input else None, 0), (Node(()), 0)))
     node.bias_shape = (m,)
@@ -638,8 +639,9 @@ def fix_addmm_visible(yours, draw, check):
     check("addmm_backward(node, grad) for linear with a bias, in and out sizes different: the gradients of bias, "
           "input and weight.T (each summed to its input's shape, as the engine does)",
           lambda: summed(yours.addmm_backward(node, grad), addmm_shapes(node)), close=True,
-          hint="see 10.8: the third edge is weight.T's (the second operand of the product), and its gradient has "
-               "weight.T's shape; check each gradient with your numeric_gradient on a layer whose sizes differ.")
+          hint="see 10.8: one gradient per edge, in torch's order (bias, input, weight.T), each with its input's "
+               "shape or (the bias's) a shape the engine can sum to it: weight.T's has weight.T's shape. Check each "
+               "with your numeric_gradient on a layer whose in and out sizes differ.")
 
 
 @probe("c10_fix_addmm_hidden")

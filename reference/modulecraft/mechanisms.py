@@ -72,6 +72,7 @@ MECHANISMS: dict[str, dict[str, str]] = {
         "_walk": "modulecraft.autograd.engine:_walk",
     },
     "backward formulas (10)": {
+        "validate_outputs": "modulecraft.autograd.engine:validate_outputs",
         "unbroadcast": "modulecraft.autograd.ops.elementwise:unbroadcast",
         "mm_gradients": "modulecraft.autograd.ops.linalg:mm_gradients",
         "relu_backward": "modulecraft.nn.functional:ReluBackward0.backward",
