@@ -334,6 +334,17 @@ class Runs:
         return sorted(self.calls, key=lambda call: call[0])  # a node called twice keeps its calls' order
 
 
+def tied_graph(draw):
+    """A root whose edges go to two or three sinks sharing one sequence number, as AccumulateGrad nodes share theirs:
+    all ready at once when the root has run."""
+    sinks = [Relay(f"s{index}", (), []) for index in range(draw.int(2, 3))]
+    for sink in sinks:
+        sink._sequence_nr = sys.maxsize
+    root = Relay("root", tuple((sink, 0) for sink in draw.shuffled(sinks)),
+                 [draw.choice((1.0, 2.0, 3.0)) for _ in sinks])
+    return [*sinks, root], {sink: 1 for sink in sinks}
+
+
 def freed(nodes):
     return [node.label for node in nodes if node._saved is _FREED]
 
@@ -394,6 +405,14 @@ def walk_hidden(yours, draw, check):
                    [pruned.calls, freed(nodes)])[1], close=True,
           hint="see 10.4: when run_node returns None the node did not run: it sends nothing and keeps its saved "
                "values; a node that ran must release its saved values (retain_graph is False here).")
+    nodes, pointing = tied_graph(draw)
+    tied = Runs()
+    check(f"a walk where {len(nodes) - 1} nodes sharing one _sequence_nr (as AccumulateGrad nodes share theirs) are "
+          "ready at once: the gradients each node was given, by label",
+          lambda: (walk(yours, nodes, pointing, [(nodes[-1], 0)], [gradients[0]], False, tied), tied.received())[1],
+          close=True, hint="see 10.4: nodes with the same _sequence_nr can be ready at the same time, so your queue "
+                           "must never compare two nodes (Python cannot): put something comparable and unique "
+                           "between the number and the node.")
 
 
 # -- exercise 5: the gradient checker ------------------------------------------------------------------------------
