@@ -104,8 +104,8 @@ def draw_graph(tensor, names=None, *, status: dict | None = None, notes: dict | 
                       edge_attr={"fontname": style.FONT, "fontsize": str(size - 2), "color": style.COLOURS["muted"]})
     nodes = graph_nodes(root)
     ids = {node: f"n{index}" for index, node in enumerate(nodes)}
-    drawing.node("tensor", f"tensor {_shape(tensor)}", shape="plaintext", style="")
-    drawing.edge("tensor", ids[root], label=" grad 1")
+    drawing.node("tensor", f"a tensor of shape {_shape(tensor)}", shape="plaintext", style="")
+    drawing.edge("tensor", ids[root], label=" grad 1" if np.size(tensor) == 1 else " grad")
     for node in nodes:
         leaf = _leaf_label(node, names)
         lines = [f"<b>{escape(node.name())}</b>"]
