@@ -450,7 +450,7 @@ def numeric_gradient_hidden(yours, draw, check):
           hint="see 10.5: leave the caller's x unchanged: step a float64 copy.")
 
 
-# -- exercise 6: the engine's check, and matmul ------------------------------------------------------------------
+# -- exercise 6: the engine's check (validate_outputs), unbroadcast, matmul -----------------------------------------
 class ProbeBackward0(Node):
     """A node whose returned gradients the probes hand to validate_outputs."""
 
@@ -504,7 +504,7 @@ def validate_hidden(yours, draw, check):
           hint=VALIDATE_HINT)
 
 
-# -- exercise 6: matmul and broadcasting ---------------------------------------------------------------------------
+# (exercise 6) unbroadcast and matmul ------------------------------------------------------------------------------
 def broadcast_case(draw, leading):
     """An input shape whose first axis (size 1) was stretched, maybe a second axis too, plus `leading` new axes."""
     shape = (1,) + ((draw.choice((1, draw.int(2, 4))),) if draw.coin() else ())
@@ -551,7 +551,7 @@ def matmul_broadcast_hidden(yours, draw, check):
           hint="see 10.6: the flags say which gradients to compute; None for the other.")
 
 
-# -- exercise 6: ReLU, sum, mean, log-softmax ----------------------------------------------------------------------
+# -- exercise 7: ReLU, sum, mean, log-softmax ----------------------------------------------------------------------
 def reduction_node(node_class, shape, axes, keepdims):
     return node_of(node_class, None, shape=shape, axes=axes, keepdims=keepdims)
 
@@ -616,12 +616,11 @@ def formulas_hidden(yours, draw, check):
           hint="see 10.3: read the output with self.saved_values(), which raises torch's error once freed.")
 
 
-# -- exercise 7: find the bug in linear's backward -----------------------------------------------------------------
+# -- exercise 8: find the bug in linear's backward ---------------------------------------------------------------
 def addmm_node(draw, bias, needs_input):
     n, k, m = draw.int(2, 4), *draw.sample(range(2, 6), 2)  # in and out sizes differ: a transposed gradient shows
     x, weight, grad = draw.array(n, k), draw.array(m, k), draw.array(n, m)
     node = AddmmBackward0(((Node(()) if bias else None, 0), (Node(()) if needs_input else None, 0), (Node(()), 0)))
-    node.bias_shape = (m,)
     node._saved = (x, weight.T)
     return node, grad
 
@@ -649,7 +648,7 @@ def summed(gradients, shapes):
 
 def addmm_shapes(node):
     inputs, weight_t = node._saved
-    return [node.bias_shape, inputs.shape, weight_t.shape]
+    return [weight_t.shape[1:], inputs.shape, weight_t.shape]  # the bias has one value per output
 
 
 @probe("c10_fix_addmm_visible")

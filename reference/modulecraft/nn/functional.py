@@ -46,7 +46,7 @@ class TBackward0(Node):
 class AddmmBackward0(Node):
     """``bias + input @ weight.T`` for a 2-D input; the weight's gradient goes through a ``TBackward0``."""
 
-    __slots__ = ("bias_shape",)
+    __slots__ = ()
 
     def backward(self, grad):
         inputs, weight_t = self.saved_values()
@@ -80,7 +80,6 @@ def linear(input, weight, bias=None):
         node = MmBackward0((input_edge, transposed))
     else:
         node = AddmmBackward0((bias._edge() if is_tracked(bias) else NO_EDGE, input_edge, transposed))
-        node.bias_shape = raw_bias.shape
         output += raw_bias
     save(node, (input, weight), (raw_input, weight_t))
     return result(output, node)

@@ -172,8 +172,8 @@ class WalkStep:
 def step_walk(tensor, walk=None, names=None, retain_graph: bool = False) -> tuple[list, list, dict, dict]:
     """Run ``tensor.backward()`` through ``walk`` (the engine's ``_walk`` by default) and record each of its calls.
 
-    Returns the steps, the graph's nodes, the dependency counts the walk was given and what each node had saved. The backward is real: the
-    leaves' ``.grad`` fill up and, unless ``retain_graph``, the graph is freed.
+    Returns the steps, the graph's nodes, the dependency counts the walk was given and what each node had saved.
+    The backward is real: the leaves' ``.grad`` fill up and, unless ``retain_graph``, the graph is freed.
     """
     from modulecraft.autograd import engine, grad_mode
     from modulecraft.autograd.graph import _FREED
