@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import re
 
 import numpy as np
 import torch
@@ -91,6 +92,19 @@ def test_the_graph_drawing_names_nodes_leaves_saved_values_and_edges():
         assert expected in rendering
     loss.backward()
     assert FREED in text.render(draw_graph(loss, {"a": a, "b": b}).source)
+
+
+def test_a_torch_graph_draws_the_same_nodes_and_edges():
+    def shape_of(rendering):
+        """The drawing's nodes and edges (torch keeps its saved values and numbers elsewhere, and prefixes a name)."""
+        lines = [re.sub(r"sequence number \d+|saved: .*|torch::autograd::", "", line) for line in rendering.splitlines()]
+        return [line for line in lines if line.strip(" │")]
+
+    loss, a, b = exercise_3(np)
+    t_loss, t_a, t_b = exercise_3(torch)
+    ours = text.render(draw_graph(loss, {"a": a, "b": b}).source)
+    theirs = text.render(draw_graph(t_loss, {"a": t_a, "b": t_b}).source)
+    assert shape_of(ours) == shape_of(theirs)
 
 
 def test_the_stepper_frames_show_what_was_true_at_each_step():

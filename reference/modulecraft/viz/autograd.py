@@ -1,6 +1,6 @@
 """Drawings of the backward half: the graph a forward pass recorded, and the engine's walk through it, step by step.
 
-- ``draw_graph(tensor, names=)``: every node reachable from ``tensor.grad_fn``, its edges (one per input that needs
+- ``draw_graph(tensor, names=)``: every node reachable from ``tensor.grad_fn`` (a torch tensor's too), its edges (one per input that needs
   a gradient, numbered by input; an input without one is counted in the node), what it saved for backward (or that
   backward freed it) and, for a leaf's ``AccumulateGrad``, the leaf (named from ``names``, such as
   ``dict(model.named_parameters())``).
@@ -105,14 +105,15 @@ def draw_graph(tensor, names=None, *, status: dict | None = None, notes: dict | 
     nodes = graph_nodes(root)
     ids = {node: f"n{index}" for index, node in enumerate(nodes)}
     drawing.node("tensor", f"a tensor of shape {_shape(tensor)}", shape="plaintext", style="")
-    drawing.edge("tensor", ids[root], label=" grad 1" if np.size(tensor) == 1 else " grad")
+    drawing.edge("tensor", ids[root], label=" grad 1" if int(np.prod(tensor.shape)) == 1 else " grad")
     for node in nodes:
         leaf = _leaf_label(node, names)
         lines = [f"<b>{escape(node.name())}</b>"]
         if leaf is not None:
             lines.append(escape(f"leaf {leaf}: {_shape(node.variable)}"))
         else:
-            lines.append(f"sequence number {node._sequence_nr}")
+            number = node._sequence_nr
+            lines.append(f"sequence number {number() if callable(number) else number}")  # torch's is a method
         holds = saved[node] if node in saved else _saved(node)
         if holds:
             lines.append(escape(holds))
