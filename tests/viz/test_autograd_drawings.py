@@ -97,7 +97,8 @@ def test_the_graph_drawing_names_nodes_leaves_saved_values_and_edges():
 def test_a_torch_graph_draws_the_same_nodes_and_edges():
     def shape_of(rendering):
         """The drawing's nodes and edges (torch keeps its saved values and numbers elsewhere, and prefixes a name)."""
-        lines = [re.sub(r"sequence number \d+|saved: .*|torch::autograd::", "", line) for line in rendering.splitlines()]
+        lines = [re.sub(r"sequence number \d+|saved: .*|torch::autograd::", "", line)
+                 for line in rendering.splitlines()]
         return [line for line in lines if line.strip(" │")]
 
     loss, a, b = exercise_3(np)

@@ -1,9 +1,9 @@
 """Drawings of the backward half: the graph a forward pass recorded, and the engine's walk through it, step by step.
 
-- ``draw_graph(tensor, names=)``: every node reachable from ``tensor.grad_fn`` (a torch tensor's too), its edges (one per input that needs
-  a gradient, numbered by input; an input without one is counted in the node), what it saved for backward (or that
-  backward freed it) and, for a leaf's ``AccumulateGrad``, the leaf (named from ``names``, such as
-  ``dict(model.named_parameters())``).
+- ``draw_graph(tensor, names=)``: every node reachable from ``tensor.grad_fn`` (a torch tensor's too), its edges
+  (one per input that needs a gradient, numbered by input; an input without one is counted in the node), what it
+  saved for backward (or that backward freed it) and, for a leaf's ``AccumulateGrad``, the leaf (named from
+  ``names``, such as ``dict(model.named_parameters())``).
 - ``WalkStepper(tensor, walk=, names=)``: ``tensor.backward()`` run through a walk (modulecraft's ``engine._walk``
   unless given, so a learner's walk plugged into the engine is the one drawn) and watched from outside, one step per
   node the walk runs: which node, on which gradients, what it sends along its edges, the dependency counts as the
