@@ -15,7 +15,8 @@ from modulecraft import no_grad
 from modulecraft.autograd.graph import _FREED, AccumulateGrad, Node
 from modulecraft.autograd.ops.reductions import MeanBackward0, MeanBackward1, SumBackward0, SumBackward1
 from modulecraft.autograd.tensor import Tensor, result
-from modulecraft.nn.functional import AddmmBackward0, LogSoftmaxBackward0, ReluBackward0, _log_softmax_values
+from modulecraft.nn.functional import (AddmmBackward0, LogSoftmaxBackward0, NllLossBackward0, ReluBackward0,
+                                       _log_softmax_values)
 
 from . import Reference, probe
 
@@ -33,6 +34,7 @@ YOURS = {
     "sum_backward": "modulecraft.autograd.ops.reductions:SumBackward0.backward",
     "mean_backward": "modulecraft.autograd.ops.reductions:MeanBackward0.backward",
     "log_softmax_backward": "modulecraft.nn.functional:LogSoftmaxBackward0.backward",
+    "nll_loss_backward": "modulecraft.nn.functional:NllLossBackward0.backward",
     "addmm_backward": "modulecraft.nn.functional:AddmmBackward0.backward",
 }
 
@@ -582,6 +584,9 @@ def formulas_visible(yours, draw, check):
                            "values it averaged.")
     logits = draw.array(*shape)
     log_p = _log_softmax_values(logits, 1)
+    node, grad = nll_node(draw, "mean", weighted=False, ignoring=False)
+    check("nll_loss_backward(node, grad) for a mean over the batch, no class weights",
+          lambda: arrays(yours.nll_loss_backward(node, grad)), close=True, hint=NLL_HINT)
     check("log_softmax_backward(node, grad) over axis 1",
           lambda: arrays(yours.log_softmax_backward(node_of(LogSoftmaxBackward0, (log_p,), axis=1), grad)),
           close=True, hint="see 10.7: every out[i] depends on every x[j] along the axis, so x[j]'s gradient "
@@ -610,10 +615,36 @@ def formulas_hidden(yours, draw, check):
     check("log_softmax_backward over axis 0",
           lambda: arrays(yours.log_softmax_backward(node_of(LogSoftmaxBackward0, (log_p,), axis=0), grad)),
           close=True, hint="see 10.7: the sum runs along self.axis.")
+    reduction = draw.choice(["mean", "sum", "none"])
+    node, grad = nll_node(draw, reduction, weighted=True, ignoring=True)
+    check(f"nll_loss_backward with class weights and an ignored sample, reduction={reduction!r}",
+          lambda: arrays(yours.nll_loss_backward(node, grad)), close=True, hint=NLL_HINT)
+    node, grad = nll_node(draw, "mean", weighted=False, ignoring=False, one_dimensional=True)
+    check("nll_loss_backward for a single (C,) input", lambda: arrays(yours.nll_loss_backward(node, grad)),
+          close=True, hint="see 10.7: a (C,) input is one sample: its gradient has the input's shape (C,).")
     check("relu_backward on a node whose saved values were freed by a first backward",
           lambda: arrays(yours.relu_backward(node_of(ReluBackward0, _FREED), draw.array(2))),
           phrase="backward through the graph a second time",
           hint="see 10.3: read the output with self.saved_values(), which raises torch's error once freed.")
+
+
+def nll_node(draw, reduction, *, weighted, ignoring, one_dimensional=False):
+    """NllLossBackward0 as nll_loss records it (saved: each sample's class, weight, whether it counts, their total)."""
+    n, classes = draw.int(2, 5), draw.int(2, 4)
+    target = np.array([draw.int(0, classes - 1) for _ in range(1 if one_dimensional else n)])
+    valid = np.ones(target.shape, dtype=bool)
+    if ignoring:
+        valid[draw.int(0, target.size - 1)] = False
+    class_weights = draw.array(classes, low=0.5, high=2.0) if weighted else np.ones(classes, dtype=np.float32)
+    weights = np.where(valid, class_weights[target], 0).astype(np.float32)
+    node = node_of(NllLossBackward0, (target, weights, valid, weights.sum()), reduction=reduction,
+                   shape=(classes,) if one_dimensional else (n, classes))
+    grad = draw.array(n) if reduction == "none" else np.asarray(draw.array(1)[0])
+    return node, grad
+
+
+NLL_HINT = ("see 10.7: only x[i, t_i] takes part in loss_i, so each row's gradient is 0 but at its class; the mean "
+            "divides by the total weight (not by N); an ignored sample has weight 0.")
 
 
 # -- exercise 8: find the bug in linear's backward ---------------------------------------------------------------

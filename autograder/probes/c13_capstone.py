@@ -478,7 +478,7 @@ def formulas_visible(yours, draw, check):
               lambda: (lambda m: (nn.CrossEntropyLoss()(m(scenario.problem.x), scenario.problem.y).backward(),
                                   gradients(m))[1])(scenario.model()), close=True,
               hint=hint(mechanism, "validate_outputs (each gradient summed to its input's shape), addmm, relu, "
-                                   "log_softmax."))
+                                   "nll_loss, log_softmax."))
         check(LOSSES, lambda: scenario.trained()[2], close=True,
               hint=hint(mechanism, "each formula against finite differences (chapter 10)."))
 

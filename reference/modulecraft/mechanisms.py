@@ -79,6 +79,7 @@ MECHANISMS: dict[str, dict[str, str]] = {
         "sum_backward": "modulecraft.autograd.ops.reductions:SumBackward0.backward",
         "mean_backward": "modulecraft.autograd.ops.reductions:MeanBackward0.backward",
         "log_softmax_backward": "modulecraft.nn.functional:LogSoftmaxBackward0.backward",
+        "nll_loss_backward": "modulecraft.nn.functional:NllLossBackward0.backward",
         "addmm_backward": "modulecraft.nn.functional:AddmmBackward0.backward",
     },
     "backward hooks in _call_impl (11)": {

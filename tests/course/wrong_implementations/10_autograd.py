@@ -317,6 +317,19 @@ mm_gradients = linalg.mm_gradients''',
     ),
     dict(
         grade_id="c10_formulas",
+        mistake="nll-mean-over-samples",
+        feedback="divides by the total weight",
+        edits=[("per_sample = np.where(valid, per_sample / total, 0) if total == 0 else per_sample / total",
+                "per_sample = per_sample / len(target)")],
+    ),
+    dict(
+        grade_id="c10_formulas",
+        mistake="nll-sign-flipped",
+        feedback="only x[i, t_i] takes part in loss_i",
+        edits=[("    per_sample = -weights * grad", "    per_sample = weights * grad")],
+    ),
+    dict(
+        grade_id="c10_formulas",
         mistake="relu-reads-private-saved",
         feedback="saved_values()",
         edits=[("    (out,) = self.saved_values()\n    return (grad * (out > 0),)",
@@ -329,7 +342,8 @@ mm_gradients = linalg.mm_gradients''',
         source='''relu_backward = F.ReluBackward0.backward
 sum_backward = reductions.SumBackward0.backward
 mean_backward = reductions.MeanBackward0.backward
-log_softmax_backward = F.LogSoftmaxBackward0.backward''',
+log_softmax_backward = F.LogSoftmaxBackward0.backward
+nll_loss_backward = F.NllLossBackward0.backward''',
     ),
     # -- exercise 8: linear's backward
     dict(
