@@ -1,8 +1,9 @@
-"""Chapter 10's tests: recording, the engine's dependency counts, AccumulateGrad, the walk, backward formulas.
+"""Chapter 10's tests: recording, the engine's dependency counts, AccumulateGrad, the walk, the gradient checker,
+the engine's check of what a node returns, backward formulas.
 
 Fixtures never go through the learner's recording: nodes are made by hand (`Node`, the op's node class) with the
-values their backward reads, so that a slip in one exercise costs points on that exercise only (the formulas of
-`addmm_backward`, which calls `unbroadcast` and `mm_gradients`, are the one exception: `BUILDS_ON`). The walk's
+values their backward reads, so that a slip in one exercise costs points on that exercise only (`addmm_backward`,
+which calls `mm_gradients`, is the one exception: `BUILDS_ON`). The walk's
 probes hand it their own graph, its dependency counts (counted while the probe builds the edges) and their own
 `run_node`, which records what the walk makes it do: neither the learner's counts nor their formulas are involved.
 """
@@ -14,7 +15,8 @@ from modulecraft import no_grad
 from modulecraft.autograd.graph import _FREED, AccumulateGrad, Node
 from modulecraft.autograd.ops.reductions import MeanBackward0, MeanBackward1, SumBackward0, SumBackward1
 from modulecraft.autograd.tensor import Tensor, result
-from modulecraft.nn.functional import AddmmBackward0, LogSoftmaxBackward0, ReluBackward0, _log_softmax_values
+from modulecraft.nn.functional import (AddmmBackward0, LogSoftmaxBackward0, NllLossBackward0, ReluBackward0,
+                                       _log_softmax_values)
 
 from . import Reference, probe
 
@@ -24,16 +26,19 @@ YOURS = {
     "_dependencies": "modulecraft.autograd.engine:_dependencies",
     "accumulate_grad": "modulecraft.autograd.graph:AccumulateGrad.backward",
     "_walk": "modulecraft.autograd.engine:_walk",
+    "numeric_gradient": "modulecraft.exercises.c10_autograd:numeric_gradient",
+    "validate_outputs": "modulecraft.autograd.engine:validate_outputs",
     "unbroadcast": "modulecraft.autograd.ops.elementwise:unbroadcast",
     "mm_gradients": "modulecraft.autograd.ops.linalg:mm_gradients",
     "relu_backward": "modulecraft.nn.functional:ReluBackward0.backward",
     "sum_backward": "modulecraft.autograd.ops.reductions:SumBackward0.backward",
     "mean_backward": "modulecraft.autograd.ops.reductions:MeanBackward0.backward",
     "log_softmax_backward": "modulecraft.nn.functional:LogSoftmaxBackward0.backward",
+    "nll_loss_backward": "modulecraft.nn.functional:NllLossBackward0.backward",
     "addmm_backward": "modulecraft.nn.functional:AddmmBackward0.backward",
 }
 
-# linear's backward sums the bias gradient with the learner's `unbroadcast` and multiplies with their `mm_gradients`.
+# linear's backward multiplies with the learner's `mm_gradients`.
 BUILDS_ON = {"c10_fix_addmm": ["c10_matmul_broadcast"]}
 
 ORDER_NAMES = ("SumBackward0", "AddBackward0", "ExpBackward0", "MulBackward0", "AccumulateGrad(a)",
@@ -246,12 +251,6 @@ def accumulate_grad_hidden(yours, draw, check):
     check("a float64 gradient for a float32 leaf: .grad's dtype and values",
           lambda: (yours.accumulate_grad(node, grad), [str(x.grad.dtype), np.array(x.grad, dtype=np.float64)])[1],
           close=True, hint="see 10.3: .grad has the leaf's dtype and shape (copy into an array like the leaf's).")
-    y = leaf(draw, n + 1)
-    check("a gradient of the wrong shape",
-          lambda: (yours.accumulate_grad(AccumulateGrad(y), draw.array(n)), "no error")[1],
-          phrase="invalid gradient",
-          hint="see 10.3: raise torch's RuntimeError 'Function AccumulateGrad returned an invalid gradient at "
-               "index 0 - got [...] but expected shape compatible with [...]'.")
 
 
 # -- exercise 4: the walk -------------------------------------------------------------------------------------------
@@ -337,6 +336,17 @@ class Runs:
         return sorted(self.calls, key=lambda call: call[0])  # a node called twice keeps its calls' order
 
 
+def tied_graph(draw):
+    """A root whose edges go to two or three sinks sharing one sequence number, as AccumulateGrad nodes share theirs:
+    all ready at once when the root has run."""
+    sinks = [Relay(f"s{index}", (), []) for index in range(draw.int(2, 3))]
+    for sink in sinks:
+        sink._sequence_nr = sys.maxsize
+    root = Relay("root", tuple((sink, 0) for sink in draw.shuffled(sinks)),
+                 [draw.choice((1.0, 2.0, 3.0)) for _ in sinks])
+    return [*sinks, root], {sink: 1 for sink in sinks}
+
+
 def freed(nodes):
     return [node.label for node in nodes if node._saved is _FREED]
 
@@ -397,9 +407,106 @@ def walk_hidden(yours, draw, check):
                    [pruned.calls, freed(nodes)])[1], close=True,
           hint="see 10.4: when run_node returns None the node did not run: it sends nothing and keeps its saved "
                "values; a node that ran must release its saved values (retain_graph is False here).")
+    nodes, pointing = tied_graph(draw)
+    tied = Runs()
+    check(f"a walk where {len(nodes) - 1} nodes sharing one _sequence_nr (as AccumulateGrad nodes share theirs) are "
+          "ready at once: the gradients each node was given, by label",
+          lambda: (walk(yours, nodes, pointing, [(nodes[-1], 0)], [gradients[0]], False, tied), tied.received())[1],
+          close=True, hint="see 10.4: nodes with the same _sequence_nr can be ready at the same time, so your queue "
+                           "must never compare two nodes (Python cannot): put something comparable and unique "
+                           "between the number and the node.")
 
 
-# -- exercise 5: matmul and broadcasting ---------------------------------------------------------------------------
+# -- exercise 5: the gradient checker ------------------------------------------------------------------------------
+def cubic(w):
+    """A scalar function whose third derivative is not zero: a one-sided difference is off by about eps."""
+    return lambda x: float(np.sum(w * x ** 3))
+
+
+@probe("c10_numeric_gradient_visible")
+def numeric_gradient_visible(yours, draw, check):
+    x, w = draw.array(draw.int(1, 3), draw.int(2, 4), dtype=np.float64), draw.array(1, dtype=np.float64)[0]
+    check(f"numeric_gradient(f, x) for f(x) = sum(w * x ** 3), x of shape {x.shape}",
+          lambda: np.asarray(yours.numeric_gradient(cubic(w), x), dtype=np.float64), close=True,
+          hint="see 10.5: one central difference (f(x + eps e_i) - f(x - eps e_i)) / (2 eps) per entry i of x, "
+               "into an array of x's shape.")
+    eps = 0.05
+    check(f"numeric_gradient(f, x, eps={eps}) for the same f: the step you were given, a central difference",
+          lambda: np.asarray(yours.numeric_gradient(cubic(w), x, eps), dtype=np.float64), close=True,
+          hint="see 10.5: use eps as given, on both sides of x: the central difference's error shrinks like "
+               "eps ** 2, a one-sided one's only like eps.")
+
+
+@probe("c10_numeric_gradient_hidden")
+def numeric_gradient_hidden(yours, draw, check):
+    x = draw.array(draw.int(2, 4))  # float32
+    w = draw.array(*x.shape, dtype=np.float64)
+    check("numeric_gradient of sum(w * exp(x)) at a float32 x (default eps)",
+          lambda: np.asarray(yours.numeric_gradient(lambda x_: float(np.sum(w * np.exp(x_))), x), dtype=np.float64),
+          close=True, hint="see 10.5: compute in float64 whatever x's dtype: in float32 a step of 1e-6 is lost in "
+                           "rounding.")
+    x64 = draw.array(draw.int(2, 4), dtype=np.float64)
+    kept = np.array(x64)
+    check("a float64 x after numeric_gradient: unchanged?",
+          lambda: (yours.numeric_gradient(lambda x_: float(np.sum(x_ ** 2)), x64), bool(np.array_equal(x64, kept)))[1],
+          hint="see 10.5: leave the caller's x unchanged: step a float64 copy.")
+
+
+# -- exercise 6: the engine's check (validate_outputs), unbroadcast, matmul -----------------------------------------
+class ProbeBackward0(Node):
+    """A node whose returned gradients the probes hand to validate_outputs."""
+
+
+def shaped_target(draw, shape):
+    """An edge towards a tensor of `shape`: a leaf's AccumulateGrad, or an output of a hand-made node."""
+    if draw.coin():
+        return (AccumulateGrad(leaf(draw, *shape)), 0)
+    output_nr = draw.int(0, 1)
+    return (produced(draw, *shape, output_nr=output_nr)._grad_fn, output_nr)
+
+
+def validated(validate_outputs, node, grads):
+    return arrays(validate_outputs(node, tuple(grads)))
+
+
+VALIDATE_HINT = ("see 10.6: for each edge (following, output_nr) with a gradient: the same shape as "
+                 "following.gradient_shape(output_nr) passes; a shape the input's can be broadcast to is summed with "
+                 "unbroadcast (over the leading axes, then with keepdims over the stretched ones); (None, 0) edges and "
+                 "None gradients pass as they are; return a tuple.")
+REFUSE_HINT = ("see 10.6: the input's shape must broadcast to the gradient's (align from the right: each size of the "
+               "input equal to the gradient's or 1, and no more axes than the gradient); else raise torch's "
+               "RuntimeError naming the node, the edge's index, both shapes.")
+
+
+def validate_visible(yours, draw, check):
+    n, k, j = draw.int(2, 4), draw.int(2, 4), draw.int(2, 4)
+    targets = [shaped_target(draw, (n,)), (None, 0), shaped_target(draw, (k, 1)), shaped_target(draw, (j,))]
+    grads = [draw.array(draw.int(1, 3), n), draw.array(2), draw.array(k, draw.int(2, 4)), draw.array(j)]
+    order = draw.shuffled(range(4))
+    node = ProbeBackward0(tuple(targets[i] for i in order))
+    check("validate_outputs(node, grads) for gradients with a leading axis, for a (None, 0) edge, with a stretched "
+          "size-1 axis, of the input's shape (shuffled)",
+          lambda: validated(yours.validate_outputs, node, [grads[i] for i in order]), close=True, hint=VALIDATE_HINT)
+    m = draw.int(2, 4)
+    wrong = ProbeBackward0((shaped_target(draw, (m,)), (None, 0)))
+    check(f"validate_outputs for a gradient of shape ({m + 1},) going to an input of shape ({m},)",
+          lambda: validated(yours.validate_outputs, wrong, [draw.array(m + 1), None]), hint=REFUSE_HINT)
+
+
+def validate_hidden(yours, draw, check):
+    n = draw.int(2, 4)
+    for label, grad in (("a 0-d gradient", np.asarray(draw.array(1)[0])), ("a (1,) gradient", draw.array(1))):
+        node = ProbeBackward0(((None, 0), shaped_target(draw, (n,))))
+        check(f"validate_outputs for {label} going to an input of shape ({n},) (it broadcasts to ({n},), the "
+              "other way round)", lambda: validated(yours.validate_outputs, node, [None, grad]), hint=REFUSE_HINT)
+    unknown = ProbeBackward0(((Node(()), 0), shaped_target(draw, (1, n))))
+    check("validate_outputs when the shape is unknown (gradient_shape gives None), and for a gradient summed over "
+          "both a leading and a stretched axis",
+          lambda: validated(yours.validate_outputs, unknown, [draw.array(3), draw.array(2, 3, n)]), close=True,
+          hint=VALIDATE_HINT)
+
+
+# (exercise 6) unbroadcast and matmul ------------------------------------------------------------------------------
 def broadcast_case(draw, leading):
     """An input shape whose first axis (size 1) was stretched, maybe a second axis too, plus `leading` new axes."""
     shape = (1,) + ((draw.choice((1, draw.int(2, 4))),) if draw.coin() else ())
@@ -408,40 +515,45 @@ def broadcast_case(draw, leading):
     return shape, draw.array(*out)
 
 
+MM_HINT = ("see 10.6: derive one entry, d loss / d a[i, k], and check the shapes: grad_a has a's shape, grad_b "
+           "b's; compare with your numeric_gradient.")
+
+
 @probe("c10_matmul_broadcast_visible")
 def matmul_broadcast_visible(yours, draw, check):
+    validate_visible(yours, draw, check)
     shape, grad = broadcast_case(draw, draw.int(1, 2))
     check(f"unbroadcast(grad, shape) for a gradient of shape {grad.shape} and an input of shape {shape}",
           lambda: np.asarray(yours.unbroadcast(grad, shape)), close=True,
-          hint="see 10.5: sum over the leading axes broadcasting added, then (keepdims) over each axis of size "
+          hint="see 10.6: sum over the leading axes broadcasting added, then (keepdims) over each axis of size "
                "1 in the input that was stretched.")
     n, k, m = draw.sample(range(1, 6), 3)  # three different sizes: a transpose too many or too few shows
     a, b, g = draw.array(n, k), draw.array(k, m), draw.array(n, m)
     check("mm_gradients(grad, a, b, True, True) for 2-D a and b",
           lambda: arrays(tuple(yours.mm_gradients(g, a, b, True, True))), close=True,
-          hint="see 10.5: grad_a = grad @ b.T, grad_b = a.T @ grad.")
+          hint=MM_HINT)
 
 
 @probe("c10_matmul_broadcast_hidden")
 def matmul_broadcast_hidden(yours, draw, check):
+    validate_hidden(yours, draw, check)
     shape, grad = broadcast_case(draw, 0)
     check(f"unbroadcast for a gradient of shape {grad.shape} and an input of shape {shape} (no leading axes)",
           lambda: np.asarray(yours.unbroadcast(grad, shape)), close=True,
-          hint="see 10.5: an axis of size 1 that was stretched is summed with keepdims=True.")
+          hint="see 10.6: an axis of size 1 that was stretched is summed with keepdims=True.")
     same = draw.array(draw.int(1, 3), draw.int(1, 3))
     check("unbroadcast for a gradient that already has the input's shape",
           lambda: np.asarray(yours.unbroadcast(same, same.shape)), close=True,
-          hint="see 10.5: nothing to sum: return the gradient as it is.")
+          hint="see 10.6: nothing to sum: return the gradient as it is.")
     n, k, m = draw.int(1, 4), draw.int(1, 4), draw.int(1, 4)
     a, b, g = draw.array(k, n).T, draw.array(k, m), draw.array(n, m)
     first = draw.coin()
     check("mm_gradients with only one operand needing a gradient (the other gets None), a column-major a",
           lambda: arrays(tuple(yours.mm_gradients(g, a, b, first, not first))), close=True,
-          hint="see 10.5: the flags say which gradients to compute (grad_a = grad @ b.T, grad_b = a.T @ grad); "
-               "None for the other.")
+          hint="see 10.6: the flags say which gradients to compute; None for the other.")
 
 
-# -- exercise 6: ReLU, sum, mean, log-softmax ----------------------------------------------------------------------
+# -- exercise 7: ReLU, sum, mean, log-softmax ----------------------------------------------------------------------
 def reduction_node(node_class, shape, axes, keepdims):
     return node_of(node_class, None, shape=shape, axes=axes, keepdims=keepdims)
 
@@ -460,19 +572,26 @@ def formulas_visible(yours, draw, check):
     grad = draw.array(*shape)
     check("relu_backward(node, grad): the gradient passes where the output is positive",
           lambda: arrays(yours.relu_backward(node_of(ReluBackward0, (out,)), grad)), close=True,
-          hint="see 10.6: grad * (out > 0), with out = self.saved_values()[0] (the output ReLU saved).")
+          hint="see 10.7: where ReLU's output is 0 no gradient passes (at x == 0 too, by torch's convention); "
+               "elsewhere it is the identity. The output is self.saved_values()[0].")
     axis = draw.int(0, 1)
     reduced = draw.array(*reduced_shape(shape, (axis,), False))
     check(f"sum_backward and mean_backward for a reduction over axis {axis} of a {shape} input",
           lambda: [arrays(yours.sum_backward(reduction_node(SumBackward1, shape, (axis,), False), reduced)),
                    arrays(yours.mean_backward(reduction_node(MeanBackward1, shape, (axis,), False), reduced))],
-          close=True, hint="see 10.6: put the reduced axes back (np.expand_dims), spread the gradient over the "
-                           "input's shape (np.broadcast_to); a mean also divides by the number of values averaged.")
+          close=True, hint="see 10.7: each input entry gets the gradient of the sum it went into: put the "
+                           "reduced axes back, spread over the input's shape; a mean is a sum divided by how many "
+                           "values it averaged.")
     logits = draw.array(*shape)
     log_p = _log_softmax_values(logits, 1)
+    node, grad = nll_node(draw, "mean", weighted=False, ignoring=False)
+    check("nll_loss_backward(node, grad) for a mean over the batch, no class weights",
+          lambda: arrays(yours.nll_loss_backward(node, grad)), close=True, hint=NLL_HINT)
     check("log_softmax_backward(node, grad) over axis 1",
           lambda: arrays(yours.log_softmax_backward(node_of(LogSoftmaxBackward0, (log_p,), axis=1), grad)),
-          close=True, hint="see 10.6: grad - softmax * grad.sum(axis, keepdims=True), softmax = exp(saved output).")
+          close=True, hint="see 10.7: every out[i] depends on every x[j] along the axis, so x[j]'s gradient "
+                           "collects a term from each out[i] of its own slice: a sum along self.axis only; "
+                           "exp(out) is the softmax. Compare with your numeric_gradient.")
 
 
 @probe("c10_formulas_hidden")
@@ -484,49 +603,103 @@ def formulas_hidden(yours, draw, check):
         method = getattr(yours, f"{name}_backward")
         check(f"{name}_backward for a full reduction of a {shape} input (keepdims={keepdims})",
               lambda: arrays(method(reduction_node(node_class, shape, None, keepdims), grad)), close=True,
-              hint="see 10.6: axes None means every axis was reduced.")
+              hint="see 10.7: axes None means every axis was reduced.")
     axes = tuple(sorted(draw.sample(range(3), 2)))
     grad = draw.array(*reduced_shape(shape, axes, True))
     check(f"mean_backward over axes {axes} with keepdims=True",
           lambda: arrays(yours.mean_backward(reduction_node(MeanBackward1, shape, axes, True), grad)), close=True,
-          hint="see 10.6: with keepdims the reduced axes are still there (size 1); divide by the product of "
+          hint="see 10.7: with keepdims the reduced axes are still there (size 1); divide by the product of "
                "their sizes.")
     rows = draw.array(draw.int(2, 4), draw.int(2, 4))
     log_p, grad = _log_softmax_values(rows, 0), draw.array(*rows.shape)
     check("log_softmax_backward over axis 0",
           lambda: arrays(yours.log_softmax_backward(node_of(LogSoftmaxBackward0, (log_p,), axis=0), grad)),
-          close=True, hint="see 10.6: the sum runs along self.axis.")
+          close=True, hint="see 10.7: the sum runs along self.axis.")
+    for reduction in ("mean", draw.choice(["sum", "none"])):
+        node, grad = nll_node(draw, reduction, weighted=True, ignoring=True)
+        check(f"nll_loss_backward with class weights and an ignored sample, reduction={reduction!r}",
+              lambda: arrays(yours.nll_loss_backward(node, grad)), close=True, hint=NLL_HINT)
+    node, grad = nll_node(draw, "mean", weighted=False, ignoring=False, one_dimensional=True)
+    check("nll_loss_backward for a single (C,) input", lambda: arrays(yours.nll_loss_backward(node, grad)),
+          close=True, hint="see 10.7: a (C,) input is one sample: its gradient has the input's shape (C,).")
     check("relu_backward on a node whose saved values were freed by a first backward",
           lambda: arrays(yours.relu_backward(node_of(ReluBackward0, _FREED), draw.array(2))),
           phrase="backward through the graph a second time",
           hint="see 10.3: read the output with self.saved_values(), which raises torch's error once freed.")
 
 
-# -- exercise 7: find the bug in linear's backward -----------------------------------------------------------------
+def nll_node(draw, reduction, *, weighted, ignoring, one_dimensional=False):
+    """NllLossBackward0 as nll_loss records it (saved: each sample's class, weight, whether it counts, their total)."""
+    n, classes = draw.int(2, 5), draw.int(2, 4)
+    target = np.array([draw.int(0, classes - 1) for _ in range(1 if one_dimensional else n)])
+    valid = np.ones(target.shape, dtype=bool)
+    if ignoring:
+        valid[draw.int(0, target.size - 1)] = False
+    class_weights = draw.array(classes, low=0.5, high=2.0) if weighted else np.ones(classes, dtype=np.float32)
+    weights = np.where(valid, class_weights[target], 0).astype(np.float32)
+    node = node_of(NllLossBackward0, (target, weights, valid, weights.sum()), reduction=reduction,
+                   shape=(classes,) if one_dimensional else (n, classes))
+    grad = draw.array(n) if reduction == "none" else np.asarray(draw.array(1)[0])
+    return node, grad
+
+
+NLL_HINT = ("see 10.7: only x[i, t_i] takes part in loss_i, so each row's gradient is 0 but at its class; the mean "
+            "divides by the total weight (not by N); an ignored sample has weight 0.")
+
+
+# -- exercise 8: find the bug in linear's backward ---------------------------------------------------------------
 def addmm_node(draw, bias, needs_input):
-    n, k, m = draw.int(2, 4), draw.int(1, 4), draw.int(1, 4)
+    n, k, m = draw.int(2, 4), *draw.sample(range(2, 6), 2)  # in and out sizes differ: a transposed gradient shows
     x, weight, grad = draw.array(n, k), draw.array(m, k), draw.array(n, m)
     node = AddmmBackward0(((Node(()) if bias else None, 0), (Node(()) if needs_input else None, 0), (Node(()), 0)))
-    node.bias_shape = (m,)
     node._saved = (x, weight.T)
     return node, grad
+
+
+def summed(gradients, shapes):
+    """The gradients as the engine passes them on: each summed to its input's shape, if it can be (the bias's may
+    come with the output's shape, as torch's). Computed here: while grading, modulecraft's own sum is the learner's."""
+    if not isinstance(gradients, tuple):
+        return ["not a tuple", type(gradients).__name__]
+    found = []
+    for grad, shape in zip(gradients, shapes):
+        if grad is None:
+            found.append(None)
+            continue
+        grad = np.asarray(grad, dtype=np.float64)
+        extra = grad.ndim - len(shape)
+        if extra < 0 or any(size not in (1, size_got) for size, size_got in zip(shape, grad.shape[extra:])):
+            found.append(["a gradient of shape", list(grad.shape), "for an input of shape", list(shape)])
+            continue
+        grad = grad.sum(axis=tuple(range(extra)))
+        stretched = tuple(axis for axis, size in enumerate(shape) if size == 1 and grad.shape[axis] != 1)
+        found.append(grad.sum(axis=stretched, keepdims=True) if stretched else grad)
+    return ["tuple", found, len(gradients)]
+
+
+def addmm_shapes(node):
+    inputs, weight_t = node._saved
+    return [weight_t.shape[1:], inputs.shape, weight_t.shape]  # the bias has one value per output
 
 
 @probe("c10_fix_addmm_visible")
 def fix_addmm_visible(yours, draw, check):
     node, grad = addmm_node(draw, True, True)
-    check("addmm_backward(node, grad) for linear with a bias: the gradients of bias, input and weight.T",
-          lambda: arrays(yours.addmm_backward(node, grad)), close=True,
-          hint="see 10.7: the bias was broadcast over the batch: its gradient is summed back to bias_shape.")
+    check("addmm_backward(node, grad) for linear with a bias, in and out sizes different: the gradients of bias, "
+          "input and weight.T (each summed to its input's shape, as the engine does)",
+          lambda: summed(yours.addmm_backward(node, grad), addmm_shapes(node)), close=True,
+          hint="see 10.8: one gradient per edge, in torch's order (bias, input, weight.T), each with its input's "
+               "shape or (the bias's) a shape the engine can sum to it: weight.T's has weight.T's shape. Check each "
+               "with your numeric_gradient on a layer whose in and out sizes differ.")
 
 
 @probe("c10_fix_addmm_hidden")
 def fix_addmm_hidden(yours, draw, check):
     node, grad = addmm_node(draw, draw.coin(), False)
     check("addmm_backward when the input needs no gradient (and the bias may not either)",
-          lambda: arrays(yours.addmm_backward(node, grad)), close=True,
-          hint="see 10.7: None for each edge that is (None, 0).")
+          lambda: summed(yours.addmm_backward(node, grad), addmm_shapes(node)), close=True,
+          hint="see 10.8: None for each edge that is (None, 0).")
     node, grad = addmm_node(draw, True, draw.coin())
-    check("the shape of the bias gradient for a drawn batch size",
-          lambda: [list(np.shape(g)) if g is not None else None for g in yours.addmm_backward(node, grad)],
-          hint="see 10.7: each gradient has the shape of its input (bias: bias_shape).")
+    check("the gradients for a drawn batch size, summed to their inputs' shapes",
+          lambda: summed(yours.addmm_backward(node, grad), addmm_shapes(node)), close=True,
+          hint="see 10.8: each gradient has its input's shape, or (the bias's) a shape the engine can sum to it.")

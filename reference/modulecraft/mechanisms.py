@@ -72,12 +72,14 @@ MECHANISMS: dict[str, dict[str, str]] = {
         "_walk": "modulecraft.autograd.engine:_walk",
     },
     "backward formulas (10)": {
+        "validate_outputs": "modulecraft.autograd.engine:validate_outputs",
         "unbroadcast": "modulecraft.autograd.ops.elementwise:unbroadcast",
         "mm_gradients": "modulecraft.autograd.ops.linalg:mm_gradients",
         "relu_backward": "modulecraft.nn.functional:ReluBackward0.backward",
         "sum_backward": "modulecraft.autograd.ops.reductions:SumBackward0.backward",
         "mean_backward": "modulecraft.autograd.ops.reductions:MeanBackward0.backward",
         "log_softmax_backward": "modulecraft.nn.functional:LogSoftmaxBackward0.backward",
+        "nll_loss_backward": "modulecraft.nn.functional:NllLossBackward0.backward",
         "addmm_backward": "modulecraft.nn.functional:AddmmBackward0.backward",
     },
     "backward hooks in _call_impl (11)": {

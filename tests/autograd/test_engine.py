@@ -146,6 +146,46 @@ def test_broadcasting_is_undone():
         np.testing.assert_array_equal(ours.grad, theirs.grad.numpy())
 
 
+def _returned_and_seen(lib, combine, *inputs):
+    """The shapes a node returns for broadcast inputs, those its hook sees, and the leaves' .grad shapes."""
+    y = combine(lib, *inputs)
+    gradient = np.ones(y.shape)
+    node = y.grad_fn
+    returned = node(torch.tensor(gradient)) if lib is torch else node.backward(gradient)
+    seen = []
+    node.register_hook(lambda grad_inputs, grad_outputs: seen.append([tuple(g.shape) for g in grad_inputs]))
+    y.backward(torch.tensor(gradient) if lib is torch else gradient)
+    return [tuple(g.shape) for g in returned if g is not None], seen, [tuple(t.grad.shape) for t in inputs]
+
+
+def _linear(lib, x, weight, bias):
+    return (torch.nn.functional if lib is torch else modulecraft.nn.functional).linear(x, weight, bias)
+
+
+@pytest.mark.parametrize("combine, shapes", [
+    (lambda lib, x, b: x + b, [(4, 3), (3,)]), (lambda lib, x, b: x * b, [(4, 3), (1, 3)]),
+    (lambda lib, x, b: b - x, [(4, 3), (4, 1)]), (_linear, [(4, 3), (2, 3), (2,)])])
+def test_nodes_return_the_outputs_shape_and_the_engine_sums_it_as_torchs(combine, shapes):
+    """As torch's formulas, AddBackward0, MulBackward0, SubBackward0 and AddmmBackward0 return a broadcast input's
+    gradient with the output's shape; the engine sums it to the input's (validate_outputs) before the node's hooks."""
+    ours, theirs = leaves(*[np.arange(float(np.prod(shape))).reshape(shape) for shape in shapes])
+    assert _returned_and_seen(modulecraft, combine, *ours) == _returned_and_seen(torch, combine, *theirs)
+
+
+def test_a_gradient_of_a_shape_no_broadcast_explains_is_refused_naming_the_node(monkeypatch):
+    """torch's engine checks every node's gradients against the shapes of their inputs: a (1,) or 0-d gradient for
+    a (3,) input is refused (the input's shape does not broadcast to it), by torch's message."""
+    from modulecraft.autograd.ops.elementwise import MulBackward0
+
+    for wrong in (np.ones(1), np.float64(1.0), np.ones((2, 4))):
+        monkeypatch.setattr(MulBackward0, "gradients", lambda self, grad, first, second, wrong=wrong: (grad, wrong))
+        (x, b), _ = leaves(np.ones((2, 3)), np.ones(3))
+        with pytest.raises(RuntimeError) as raised:
+            (x * b).sum().backward()
+        assert str(raised.value) == (f"Function MulBackward0 returned an invalid gradient at index 1 - got "
+                                     f"{list(np.shape(wrong))} but expected shape compatible with [3]")
+
+
 def test_node_names_and_next_functions_match_torch():
     (x, w), (tx, tw) = leaves(np.ones((2, 3)), np.ones((4, 3)))
 

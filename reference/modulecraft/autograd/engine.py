@@ -3,7 +3,8 @@
 Order, as torch's: a node runs once every gradient flowing into it has arrived and been summed; among the
 nodes that are ready, the one created last runs first (highest sequence number), and ``AccumulateGrad``
 nodes run before any other. Around each node: the tensor hooks of its outputs (then ``retain_grad``), its
-pre-hooks, the node itself, its hooks. Unless ``retain_graph``, each node drops its saved values once run.
+pre-hooks, the node itself, the check of what it returned (``validate_outputs``: each gradient summed to its
+input's shape), its hooks. Unless ``retain_graph``, each node drops its saved values once run.
 
 The walk (``_walk``: when each node runs, on what, and freeing) is apart from how a node runs (``_run_node`` for
 ``backward``, hooks included; ``_capturing`` for ``autograd.grad``): chapter 10's learners write the walk, and
@@ -20,6 +21,7 @@ import numpy as np
 
 from modulecraft.autograd import grad_mode
 from modulecraft.autograd.graph import AccumulateGrad, Node
+from modulecraft.autograd.ops.elementwise import unbroadcast
 
 __all__ = ["backward", "grad", "run_backward"]
 
@@ -81,7 +83,7 @@ def _call_node(node: Node, grads: list) -> tuple:
     if all(g is None for g in grads):
         grad_inputs = (None,) * len(node.next_functions)
     else:
-        grad_inputs = node.apply(grads)
+        grad_inputs = validate_outputs(node, node.apply(grads))
     if tables is not None and tables.hooks:
         grad_outputs = tuple(grads)
         for hook in tuple(tables.hooks.values()):
@@ -89,6 +91,26 @@ def _call_node(node: Node, grads: list) -> tuple:
             if replaced is not None:
                 grad_inputs = _checked_replacements(hook, grad_inputs, replaced)
     return grad_inputs
+
+
+def validate_outputs(node: Node, grad_inputs) -> tuple:
+    """What ``node`` returned, each gradient summed to the shape of the input it goes to (torch's engine does it
+    for every node, so formulas may return a broadcast input's gradient with the output's shape). A gradient
+    whose input's shape cannot be broadcast to its own raises torch's error, which names the node."""
+    validated = tuple(grad_inputs)
+    for index, ((following, output_nr), grad) in enumerate(zip(node.next_functions, validated)):
+        if following is None or grad is None:
+            continue
+        shape = following.gradient_shape(output_nr)
+        got = np.shape(grad)
+        if shape is None or got == shape:
+            continue
+        extra = len(got) - len(shape)
+        if extra < 0 or any(size not in (1, size_got) for size, size_got in zip(shape, got[extra:])):
+            raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {index} - got "
+                               f"{list(got)} but expected shape compatible with {list(shape)}")
+        validated = validated[:index] + (unbroadcast(grad, shape),) + validated[index + 1:]
+    return validated
 
 
 def _dependencies(roots: Sequence[Node]) -> dict:
@@ -193,7 +215,7 @@ def _run_node(node: Node, grads: list) -> tuple:
     """What ``backward`` runs for each node: the node with its hooks (a node without any, directly)."""
     if node._hook_tables is None and len(grads) == 1 and grads[0] is not None and (
             type(node) is not AccumulateGrad or node.variable._backward_hooks is None):
-        return node.backward(grads[0])  # the common case: no hooks, one output
+        return validate_outputs(node, node.backward(grads[0]))  # the common case: no hooks, one output
     return _call_node(node, grads)
 
 

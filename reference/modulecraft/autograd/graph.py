@@ -54,7 +54,7 @@ class Node:
     in-place change made after recording is detected instead of giving a wrong gradient.
     """
 
-    __slots__ = ("next_functions", "_sequence_nr", "_saved", "_versions", "_hook_tables", "__weakref__")
+    __slots__ = ("next_functions", "_sequence_nr", "_saved", "_versions", "_hook_tables", "_shapes", "__weakref__")
 
     num_outputs = 1
 
@@ -64,6 +64,7 @@ class Node:
         self._saved = None
         self._versions = ()
         self._hook_tables = None
+        self._shapes = None  # the shape of each output, recorded with it (torch's input_metadata)
 
     def name(self) -> str:
         return type(self).__name__
@@ -84,6 +85,11 @@ class Node:
                     f"{expected} instead. Hint: the in-place change was made after the operation was recorded; "
                     "do it on a copy, or before.")
         return saved
+
+    def gradient_shape(self, output_nr: int) -> tuple | None:
+        """The shape a gradient for output ``output_nr`` must have: that output's (None if never recorded)."""
+        shapes = self._shapes
+        return None if shapes is None else shapes[output_nr]
 
     def release_saved(self) -> None:
         """Drop the saved values (backward without ``retain_graph``); a second backward then raises."""
@@ -155,6 +161,7 @@ class AccumulateGrad(Node):
     becomes ``.grad`` as it is when nothing else can see it (see :func:`_adoptable`), as torch "steals" it;
     otherwise it is copied (it may be the caller's array, kept by a hook, or shared with another node), into
     the leaf's own memory layout as torch lays out ``.grad`` like its parameter. Later ones are added in place.
+    The gradient has the leaf's shape: the engine summed it to that shape, or refused it (``validate_outputs``).
     Hooks registered on the leaf tensor run just before, as this node's tensor pre-hooks; its post-accumulate
     hooks run right after the addition.
     """
@@ -166,12 +173,12 @@ class AccumulateGrad(Node):
         self._sequence_nr = sys.maxsize
         self.variable = variable
 
+    def gradient_shape(self, output_nr: int) -> tuple:
+        return self.variable.shape
+
     def backward(self, grad):
         variable = self.variable
         grad = np.asarray(grad)
-        if grad.shape != variable.shape:
-            raise RuntimeError(f"Function AccumulateGrad returned an invalid gradient at index 0 - got "
-                               f"{list(grad.shape)} but expected shape compatible with {list(variable.shape)}")
         existing = variable._grad
         if existing is None:
             if sys.getrefcount(grad) <= _UNSHARED_GRADIENT and _adoptable(grad, variable):

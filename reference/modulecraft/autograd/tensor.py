@@ -570,6 +570,10 @@ def result(raw_out, node: Node, view_of: Tensor | None = None, output_nr: int = 
     out = raw_out.view(Tensor)
     out._requires_grad = True
     out._grad_fn = node
+    shapes = node._shapes
+    if shapes is None:
+        shapes = node._shapes = [None] * node.num_outputs
+    shapes[output_nr] = raw_out.shape
     if output_nr:
         out._output_nr = output_nr
     if view_of is not None:
@@ -713,3 +717,4 @@ def set_grad_fn(target: Tensor, node: Node) -> None:
     target._grad_fn = node
     target._requires_grad = True
     target._output_nr = 0
+    node._shapes = [target.shape]

@@ -46,12 +46,13 @@ class TBackward0(Node):
 class AddmmBackward0(Node):
     """``bias + input @ weight.T`` for a 2-D input; the weight's gradient goes through a ``TBackward0``."""
 
-    __slots__ = ("bias_shape",)
+    __slots__ = ()
 
     def backward(self, grad):
         inputs, weight_t = self.saved_values()
         (bias, _), (input_edge, _), (weight_edge, _) = self.next_functions
-        return (unbroadcast(grad, self.bias_shape) if bias is not None else None,
+        # The bias's gradient is the output's, (N, out) for a (out,) bias: the engine sums it (as torch's).
+        return (grad if bias is not None else None,
                 *mm_gradients(grad, inputs, weight_t, input_edge is not None, weight_edge is not None))
 
 
@@ -69,14 +70,16 @@ def linear(input, weight, bias=None):
         flat = linear(input.reshape(-1, raw_input.shape[-1]), weight, bias)
         return flat.reshape(*leading, flat.shape[-1])
     weight_t = raw_weight.T
-    transposed = (TBackward0((weight._edge(),)), 0) if is_tracked(weight) else NO_EDGE
+    transposed = NO_EDGE
+    if is_tracked(weight):
+        transposed = (TBackward0((weight._edge(),)), 0)
+        transposed[0]._shapes = [weight_t.shape]  # weight.T, which no tensor holds
     input_edge = input._edge() if is_tracked(input) else NO_EDGE
     output = raw_input.dot(weight_t)  # @ for 2-D arrays, cheaper per call (see mm_gradients)
     if bias is None:
         node = MmBackward0((input_edge, transposed))
     else:
         node = AddmmBackward0((bias._edge() if is_tracked(bias) else NO_EDGE, input_edge, transposed))
-        node.bias_shape = raw_bias.shape
         output += raw_bias
     save(node, (input, weight), (raw_input, weight_t))
     return result(output, node)

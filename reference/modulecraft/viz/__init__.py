@@ -12,12 +12,15 @@ calls draw a ``modulecraft.nn`` model and a real ``torch.nn`` one; nothing here 
 - ``trace_calls(module, *inputs, backward=)``: hooks and forwards of one call (and of its backward), in firing
   order; ``.draw()`` is a matplotlib timeline with one lane per module.
 - ``DfsStepper``, ``CallStepper``, ``LoadStepper``: the same mechanisms one step at a time (Next / Back / Reset).
+- ``draw_graph(tensor, names=)``: the graph a forward pass recorded (nodes, edges, saved values, leaves);
+  ``WalkStepper(tensor, walk=, names=)``: ``backward()`` one node at a time as a walk (yours, in chapter 10) runs it.
 
 Graphviz's ``dot`` lays the drawings out. Without it, every drawing (any graphviz graph shown in a kernel) is shown
 as text, the first with how to install ``dot``, so that a notebook still runs to its end; only ``Drawing.svg()``
 raises ``DotNotFoundError``. ``MODULECRAFT_VIZ_FONTSIZE`` enlarges every drawing for a projector.
 """
 
+from .autograd import WalkStepper, draw_graph
 from .diff import LoadReport, check_state_dict, draw_state_dict_diff
 from .render import DotNotFoundError, Drawing, show_graphs_as_text_without_dot
 from .steppers import CallStepper, DfsStepper, LoadStepper, step_call, step_load_state_dict, step_named_modules
@@ -26,7 +29,8 @@ from .tree import draw_tree
 
 __all__ = [
     "CallStepper", "DfsStepper", "DotNotFoundError", "Drawing", "Event", "LoadReport", "LoadStepper", "Trace",
-    "check_state_dict", "draw_state_dict_diff", "draw_tree", "step_call", "step_load_state_dict",
+    "WalkStepper", "check_state_dict", "draw_graph", "draw_state_dict_diff", "draw_tree", "step_call",
+    "step_load_state_dict",
     "step_named_modules", "trace_calls",
 ]
 

@@ -179,11 +179,88 @@ accumulate_grad = AccumulateGrad.backward''',
     ),
     dict(
         grade_id="c10_walk",
+        mistake="heap-compares-nodes",
+        feedback="must never compare two nodes",
+        edits=[("            heapq.heappush(ready, (-node._sequence_nr, next(tickets), node))",
+                "            heapq.heappush(ready, (-node._sequence_nr, node))"),
+               ("        node = heapq.heappop(ready)[2]", "        node = heapq.heappop(ready)[1]"),
+               ("                heapq.heappush(ready, (-following._sequence_nr, next(tickets), following))",
+                "                heapq.heappush(ready, (-following._sequence_nr, following))")],
+    ),
+    dict(
+        grade_id="c10_walk",
         mistake="delegates-to-reference-walk",
         feedback="does not exist while grading",
         source='''_walk = engine._walk''',
     ),
-    # -- exercise 5: matrix products and broadcasting
+    # -- exercise 5: the gradient checker
+    dict(
+        grade_id="c10_numeric_gradient",
+        mistake="numeric-one-sided",
+        feedback="a one-sided one's only like eps",
+        edits=[("gradient[index] = (f(x + step) - f(x - step)) / (2 * eps)",
+                "gradient[index] = (f(x + step) - f(x)) / eps")],
+    ),
+    dict(
+        grade_id="c10_numeric_gradient",
+        mistake="numeric-ignores-eps",
+        feedback="use eps as given",
+        edits=[("step[index] = eps", "step[index] = 1e-6"),
+               ("(f(x + step) - f(x - step)) / (2 * eps)", "(f(x + step) - f(x - step)) / 2e-6")],
+    ),
+    dict(
+        grade_id="c10_numeric_gradient",
+        mistake="numeric-keeps-float32",
+        feedback="compute in float64",
+        edits=[("x = np.array(x, dtype=np.float64)", "x = np.array(x)")],
+    ),
+    dict(
+        grade_id="c10_numeric_gradient",
+        mistake="numeric-steps-callers-x",
+        feedback="leave the caller's x unchanged",
+        source='''def numeric_gradient(f, x, eps=1e-6):
+    x = np.asarray(x, dtype=np.float64)
+    gradient = np.zeros_like(x)
+    for index in np.ndindex(x.shape):
+        x[index] += eps
+        above = f(x)
+        x[index] -= 2 * eps
+        below = f(x)
+        x[index] += eps
+        gradient[index] = (above - below) / (2 * eps)
+    return gradient''',
+    ),
+    dict(
+        grade_id="c10_numeric_gradient",
+        mistake="delegates-to-reference-checker",
+        feedback="does not exist while grading",
+        source='''from modulecraft.exercises.c10_autograd import numeric_gradient''',
+    ),
+    # -- exercise 6: the engine's check of what a node returns, matrix products
+    dict(
+        grade_id="c10_matmul_broadcast",
+        mistake="validate-accepts-any-broadcast",
+        feedback="the input's shape must broadcast to the gradient's",
+        edits=[("                extra = len(got) - len(shape)\n"
+                "                if extra < 0 or any(size not in (1, size_got) for size, size_got in zip(shape, got[extra:])):\n"
+                "                    raise",
+                "                try:\n"
+                "                    np.broadcast_shapes(got, shape)  # they broadcast together: not the same question\n"
+                "                except ValueError:\n"
+                "                    raise")],
+    ),
+    dict(
+        grade_id="c10_matmul_broadcast",
+        mistake="validate-never-sums",
+        feedback="is summed with unbroadcast",
+        edits=[("                grad = unbroadcast(grad, shape)\n", "")],
+    ),
+    dict(
+        grade_id="c10_matmul_broadcast",
+        mistake="validate-checks-none-edges",
+        feedback="(None, 0) edges and None gradients pass as they are",
+        edits=[("        if following is not None and grad is not None:\n", "        if grad is not None:\n")],
+    ),
     dict(
         grade_id="c10_matmul_broadcast",
         mistake="unbroadcast-leading-axes-only",
@@ -199,7 +276,7 @@ accumulate_grad = AccumulateGrad.backward''',
     dict(
         grade_id="c10_matmul_broadcast",
         mistake="mm-transposes-swapped",
-        feedback="grad_a = grad @ b.T",
+        feedback="grad_a has a's shape",
         edits=[("return (grad @ b.T if first else None), (a.T @ grad if second else None)",
                 "return (grad @ b if first else None), (a @ grad if second else None)")],
     ),
@@ -214,10 +291,11 @@ accumulate_grad = AccumulateGrad.backward''',
         grade_id="c10_matmul_broadcast",
         mistake="delegates-to-reference-matmul",
         feedback="does not exist while grading",
-        source='''unbroadcast = elementwise.unbroadcast
+        source='''validate_outputs = engine.validate_outputs
+unbroadcast = elementwise.unbroadcast
 mm_gradients = linalg.mm_gradients''',
     ),
-    # -- exercise 6: ReLU, sum, mean, log-softmax
+    # -- exercise 7: ReLU, sum, mean, log-softmax
     dict(
         grade_id="c10_formulas",
         mistake="relu-passes-at-zero",
@@ -227,15 +305,28 @@ mm_gradients = linalg.mm_gradients''',
     dict(
         grade_id="c10_formulas",
         mistake="mean-forgets-to-divide",
-        feedback="divides by the number of values averaged",
+        feedback="how many values it averaged",
         edits=[("return sum_backward(self, grad / int(np.prod(reduced)))", "return sum_backward(self, grad)")],
     ),
     dict(
         grade_id="c10_formulas",
         mistake="log-softmax-sums-every-axis",
-        feedback="grad.sum(axis, keepdims=True)",
+        feedback="a sum along self.axis only",
         edits=[("return (grad - np.exp(out) * grad.sum(axis=self.axis, keepdims=True),)",
                 "return (grad - np.exp(out) * grad.sum(),)")],
+    ),
+    dict(
+        grade_id="c10_formulas",
+        mistake="nll-mean-over-samples",
+        feedback="divides by the total weight",
+        edits=[("per_sample = np.where(valid, per_sample / total, 0) if total == 0 else per_sample / total",
+                "per_sample = per_sample / len(target)")],
+    ),
+    dict(
+        grade_id="c10_formulas",
+        mistake="nll-sign-flipped",
+        feedback="only x[i, t_i] takes part in loss_i",
+        edits=[("    per_sample = -weights * grad", "    per_sample = weights * grad")],
     ),
     dict(
         grade_id="c10_formulas",
@@ -251,22 +342,24 @@ mm_gradients = linalg.mm_gradients''',
         source='''relu_backward = F.ReluBackward0.backward
 sum_backward = reductions.SumBackward0.backward
 mean_backward = reductions.MeanBackward0.backward
-log_softmax_backward = F.LogSoftmaxBackward0.backward''',
+log_softmax_backward = F.LogSoftmaxBackward0.backward
+nll_loss_backward = F.NllLossBackward0.backward''',
     ),
-    # -- exercise 7: linear's backward
+    # -- exercise 8: linear's backward
     dict(
         grade_id="c10_fix_addmm",
-        mistake="bias-not-summed",
-        feedback="summed back to bias_shape",
-        edits=[("grad_bias = unbroadcast(grad, self.bias_shape) if bias is not None else None",
-                "grad_bias = grad if bias is not None else None")],
+        mistake="keeps-colleagues-transpose",
+        feedback="weight.T's shape",
+        edits=[("return (grad if bias is not None else None, grad_input, grad_weight_t)",
+                "return (grad if bias is not None else None, grad_input,\n"
+                "            grad.T @ inputs if weight_edge is not None else None)")],
     ),
     dict(
         grade_id="c10_fix_addmm",
         mistake="bias-summed-over-features",
-        feedback="bias_shape",
-        edits=[("grad_bias = unbroadcast(grad, self.bias_shape) if bias is not None else None",
-                "grad_bias = grad.sum(axis=1) if bias is not None else None")],
+        feedback="a shape the engine can sum to it",
+        edits=[("return (grad if bias is not None else None, grad_input, grad_weight_t)",
+                "return (grad.sum(axis=1) if bias is not None else None, grad_input, grad_weight_t)")],
     ),
     dict(
         grade_id="c10_fix_addmm",
@@ -274,8 +367,8 @@ log_softmax_backward = F.LogSoftmaxBackward0.backward''',
         feedback="None for each edge that is (None, 0)",
         edits=[("mm_gradients(grad, inputs, weight_t, input_edge is not None, weight_edge is not None)",
                 "mm_gradients(grad, inputs, weight_t, True, True)"),
-               ("grad_bias = unbroadcast(grad, self.bias_shape) if bias is not None else None",
-                "grad_bias = unbroadcast(grad, self.bias_shape)")],
+               ("return (grad if bias is not None else None, grad_input, grad_weight_t)",
+                "return (grad, grad_input, grad_weight_t)")],
     ),
     dict(
         grade_id="c10_fix_addmm",

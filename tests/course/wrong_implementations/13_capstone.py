@@ -118,10 +118,9 @@ WRONG_IMPLEMENTATIONS = [
     ),
     dict(
         grade_id='c13_mine_formulas',
-        mistake='bias-not-unbroadcast',
+        mistake='validate-never-sums',
         feedback='gradients of the cross-entropy',
-        edits=[("    grad_bias = unbroadcast(grad, self.bias_shape) if bias is not None else None\n",
-                "    grad_bias = grad if bias is not None else None\n")],
+        edits=[("                grad = unbroadcast(grad, shape)\n", "")],
     ),
     dict(
         grade_id='c13_mine_formulas',

@@ -7,7 +7,8 @@ Node names and edges follow torch: ``x + 1`` records ``AddBackward0`` with edges
 on the left of ``+`` or ``*`` is moved to the right as torch does; ``1 - x`` is ``RsubBackward1``, ``x ** 2``
 is ``PowBackward0`` and ``2 ** x`` is ``PowBackward2`` (one edge each). ``2 / x`` records one
 ``DivBackward0`` with edges (None, x) where torch records ``ReciprocalBackward0`` then ``MulBackward0``.
-Broadcasting is undone in backward: a gradient is summed over the axes its input was broadcast along.
+Broadcasting is undone by the engine, as torch's: a node returns gradients of its output's shape and the engine sums
+each over the axes its input was broadcast along (``engine.validate_outputs``).
 """
 
 from __future__ import annotations
@@ -47,17 +48,16 @@ def _is_number(value) -> bool:
 
 
 class _BinaryNode(Node):
-    """A node with two edges that undoes broadcasting with the inputs' ``shapes``."""
+    """A node with two edges. As torch's, it returns gradients with the output's shape: the engine sums each to its
+    input's shape (``engine.validate_outputs``), so a broadcast input gets the sum over what broadcasting stretched."""
 
-    __slots__ = ("shapes",)
+    __slots__ = ()
 
     def backward(self, grad):
         (first, _), (second, _) = self.next_functions
         grad_first, grad_second = self.gradients(grad, first is not None, second is not None)
-        shape_first, shape_second = self.shapes
         # None for an input that needs no gradient (what a node hook sees there, as in torch).
-        return (unbroadcast(grad_first, shape_first) if first is not None else None,
-                unbroadcast(grad_second, shape_second) if second is not None else None)
+        return (grad_first if first is not None else None), (grad_second if second is not None else None)
 
 
 class AddBackward0(_BinaryNode):
@@ -292,7 +292,6 @@ def _binary(node_class, ufunc, saves_inputs: bool, commutative: bool = False):
         if commutative and _is_number(raw[0]) and not _is_number(raw[1]):
             inputs, raw = inputs[::-1], raw[::-1]
         node = node_class(edges(inputs))
-        node.shapes = (np.shape(raw[0]), np.shape(raw[1]))
         if saves_inputs:
             save(node, inputs, raw)
         return result(ufunc(*raw), node)
