@@ -73,7 +73,7 @@ MECHANISMS: dict[str, dict[str, str]] = {
     },
     "backward formulas (10)": {
         "validate_outputs": "modulecraft.autograd.engine:validate_outputs",
-        "unbroadcast": "modulecraft.autograd.ops.elementwise:unbroadcast",
+        "unbroadcast": "modulecraft.autograd.engine:unbroadcast",
         "mm_gradients": "modulecraft.autograd.ops.linalg:mm_gradients",
         "relu_backward": "modulecraft.nn.functional:ReluBackward0.backward",
         "sum_backward": "modulecraft.autograd.ops.reductions:SumBackward0.backward",

@@ -21,7 +21,6 @@ import numpy as np
 
 from modulecraft.autograd import grad_mode
 from modulecraft.autograd.graph import AccumulateGrad, Node
-from modulecraft.autograd.ops.elementwise import unbroadcast
 
 __all__ = ["backward", "grad", "run_backward"]
 
@@ -91,6 +90,22 @@ def _call_node(node: Node, grads: list) -> tuple:
             if replaced is not None:
                 grad_inputs = _checked_replacements(hook, grad_inputs, replaced)
     return grad_inputs
+
+
+def unbroadcast(grad, shape: tuple):
+    """Sum ``grad`` down to ``shape``: over the leading axes broadcasting added, and the axes it stretched."""
+    grad_shape = np.shape(grad)
+    if grad_shape == shape:
+        return grad
+    extra = len(grad_shape) - len(shape)
+    if extra:
+        grad = grad.sum(axis=tuple(range(extra)))
+        if grad.shape == shape:  # only leading axes were added (a bias): nothing was stretched
+            return grad
+    stretched = tuple(axis for axis, size in enumerate(shape) if size == 1 and grad.shape[axis] != 1)
+    if stretched:
+        grad = grad.sum(axis=stretched, keepdims=True)
+    return grad
 
 
 def validate_outputs(node: Node, grad_inputs) -> tuple:

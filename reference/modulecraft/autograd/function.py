@@ -18,7 +18,7 @@ import numpy as np
 
 from modulecraft.autograd import grad_mode
 from modulecraft.autograd.graph import Node
-from modulecraft.autograd.ops.elementwise import unbroadcast
+from modulecraft.autograd.engine import unbroadcast
 from modulecraft.autograd.tensor import Tensor, edges, mark_function_view, result, version_counter
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable"]

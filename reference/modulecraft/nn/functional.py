@@ -16,7 +16,7 @@ import numpy as np
 
 from modulecraft.autograd import grad_mode
 from modulecraft.autograd.graph import Node
-from modulecraft.autograd.ops.elementwise import unbroadcast
+from modulecraft.autograd.engine import unbroadcast
 from modulecraft.autograd.ops.linalg import MmBackward0, mm_gradients
 from modulecraft.autograd.tensor import (NO_EDGE, Tensor, edges, is_tracked, plain, rebase_in_place, result, save,
                                          save_output)

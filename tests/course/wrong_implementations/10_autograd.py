@@ -292,7 +292,7 @@ accumulate_grad = AccumulateGrad.backward''',
         mistake="delegates-to-reference-matmul",
         feedback="does not exist while grading",
         source='''validate_outputs = engine.validate_outputs
-unbroadcast = elementwise.unbroadcast
+unbroadcast = engine.unbroadcast
 mm_gradients = linalg.mm_gradients''',
     ),
     # -- exercise 7: ReLU, sum, mean, log-softmax

@@ -19,28 +19,10 @@ from modulecraft.autograd.graph import Node
 from modulecraft.autograd.ops.registry import UFUNCS, implements
 from modulecraft.autograd.tensor import edges, plain, result, save, save_output
 
-__all__ = ["unbroadcast"]
-
 try:
     from numpy._core.umath import clip as _clip_ufunc
 except ImportError:  # numpy 1.x
     from numpy.core.umath import clip as _clip_ufunc
-
-
-def unbroadcast(grad, shape: tuple):
-    """Sum ``grad`` down to ``shape``: over the leading axes broadcasting added, and the axes it stretched."""
-    grad_shape = np.shape(grad)
-    if grad_shape == shape:
-        return grad
-    extra = len(grad_shape) - len(shape)
-    if extra:
-        grad = grad.sum(axis=tuple(range(extra)))
-        if grad.shape == shape:  # only leading axes were added (a bias): nothing was stretched
-            return grad
-    stretched = tuple(axis for axis, size in enumerate(shape) if size == 1 and grad.shape[axis] != 1)
-    if stretched:
-        grad = grad.sum(axis=stretched, keepdims=True)
-    return grad
 
 
 def _is_number(value) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from modulecraft.autograd.graph import Node
-from modulecraft.autograd.ops.elementwise import unbroadcast
+from modulecraft.autograd.engine import unbroadcast
 from modulecraft.autograd.ops.registry import UFUNCS, implements
 from modulecraft.autograd.tensor import edges, result, save
 

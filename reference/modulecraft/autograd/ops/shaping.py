@@ -14,7 +14,7 @@ import numpy as np
 
 from modulecraft.autograd import grad_mode
 from modulecraft.autograd.graph import Node
-from modulecraft.autograd.ops.elementwise import unbroadcast
+from modulecraft.autograd.engine import unbroadcast
 from modulecraft.autograd.ops.registry import implements
 from modulecraft.autograd.tensor import (Tensor, _refuse_graph_write, edges, is_tracked, plain, result, save,
                                          set_grad_fn, unwrap_key, version_counter, view_chain)
