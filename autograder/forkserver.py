@@ -50,6 +50,18 @@ NAMESPACES = ("unshare", "--mount", "--pid", "--net", "--fork", "--kill-child", 
               "--propagation", "slave")
 NO_NEW_PRIVILEGES = ("setpriv", "--no-new-privs")
 REQUEST_LIMIT = 1 << 20
+CLONE_NEWIPC = 0x08000000
+# A kernel with an IPC namespace of its own (`become_kernel`) would still reach the machine's POSIX message queues
+# through this folder, where one is mounted: hidden from it.
+HOST_MESSAGE_QUEUES = "/dev/mqueue"
+# All a server and its kernels get of the grader's environment: the interpreter's variables and the locale's.
+# Nothing of the instructor's shell (tokens of an LMS, a cloud, git): a kernel's code could print it.
+INHERITED = ("PATH", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "LANG", "LANGUAGE", "TZ")
+
+
+def inherited(env) -> dict:
+    """The variables of `env` that a server or a kernel may inherit (`INHERITED`, and the locale's LC_*)."""
+    return {name: value for name, value in env.items() if name in INHERITED or name.startswith("LC_")}
 
 
 def abstract(name: str) -> str:
@@ -155,7 +167,7 @@ def serve_kernel(connection: socket.socket, mounter: "Mounter") -> bool:
     message, fds, _, _ = socket.recv_fds(connection, REQUEST_LIMIT, 3)
     request = json.loads(message)
     try:
-        mounter.make(request["mounts"])
+        mounter.make(request["mounts"] + ([["hide", HOST_MESSAGE_QUEUES]] if request.get("ipc") else []))
         keeper = os.fork()
         if keeper == 0:
             code = 1
@@ -219,6 +231,8 @@ def become_kernel(request: dict, stdio: list[int]) -> None:
     import resource
     for name, value in request["limits"].items():
         resource.setrlimit(getattr(resource, name), (value, value))
+    if request.get("ipc"):  # SysV segments, semaphores, message queues and POSIX queues of its own, gone with it
+        _unshare(CLONE_NEWIPC)
     if request["user"]:
         uid, gid = request["user"]
         # Root's capabilities go with the change of user, and Linux makes a process whose user changed not
@@ -234,6 +248,15 @@ def become_kernel(request: dict, stdio: list[int]) -> None:
     # read from the environment when ipykernel was imported (by the server): set it from the kernel's own
     IPKernelApp.launch_instance(argv=request["args"], parent_handle=int(os.environ.get("JPY_PARENT_PID") or 0))
     os._exit(0)
+
+
+def _unshare(flags: int) -> None:
+    import ctypes  # here: the stub, which runs this file too, starts without it
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(flags) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"unshare({flags:#x}): {os.strerror(error)}")
 
 
 def _reseed() -> None:
@@ -317,7 +340,10 @@ class Server:
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         listener.bind(abstract(self.name))  # in this process's network namespace: stubs reach it, kernels do not
         listener.listen(16)
-        env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+        # (a kernel is a fork of the server: the environment the server started with stays in its memory) and HOME,
+        # where what the server imports keeps its caches (matplotlib's fonts); a kernel gets a HOME of its own
+        env = dict(inherited(os.environ), HOME=os.environ.get("HOME", "/"), OPENBLAS_NUM_THREADS="1",
+                   OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
         if modulecraft is not None:
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(modulecraft), env.get("PYTHONPATH", "")]))
         command = [*NO_NEW_PRIVILEGES, sys.executable, "-m", "autograder.forkserver", "serve", str(listener.fileno())]
