@@ -58,7 +58,8 @@ def course(tmp_path_factory):
     course.release([CHAPTER])
     released = nbformat.read(course.release_path(CHAPTER), as_version=4)
     answers = with_cell_replaced(solved(released, read_notebook(CHAPTER)), EXERCISE, DELEGATES)
-    blank = next(cell.source for cell in released.cells if cell.metadata.get("nbgrader", {}).get("grade_id") == LEFT_BLANK)
+    blank = next(cell.source for cell in released.cells
+                 if cell.metadata.get("nbgrader", {}).get("grade_id") == LEFT_BLANK)
     answers = with_cell_replaced(answers, LEFT_BLANK, RUNS_THE_PROBES_ON_THE_REFERENCE + blank)
     nbformat.write(answers, root / "delegates.ipynb")
     course.delegating_notebook = root / "delegates.ipynb"
@@ -71,8 +72,9 @@ def _graded(course, student):
     scores = course.scores(student, CHAPTER)
     graded = nbformat.read(course.root / "autograded" / student / CHAPTER / f"{CHAPTER}.ipynb", 4)
     printed = "".join(o.get("text", "") for c in graded.cells for o in c.get("outputs", []))
-    return [sum(scores[g][0] for g in (f"{exercise}_visible", f"{exercise}_hidden")) for exercise in (EXERCISE, LEFT_BLANK)
-            ], printed
+    earned = [sum(scores[g][0] for g in (f"{exercise}_visible", f"{exercise}_hidden"))
+              for exercise in (EXERCISE, LEFT_BLANK)]
+    return earned, printed
 
 
 def test_delegating_to_the_reference_earns_nothing(course, monkeypatch):
