@@ -19,6 +19,8 @@ the signals it gets to the kernel, and exits with the kernel's status. Killing t
 The keeper is the kernel's parent: it waits for it, forwards signals, and kills it if the stub goes away.
 """
 import atexit
+import errno
+import functools
 import json
 import os
 import select
@@ -54,6 +56,12 @@ CLONE_NEWIPC = 0x08000000
 # A kernel with an IPC namespace of its own (`become_kernel`) would still reach the machine's POSIX message queues
 # through this folder, where one is mounted: hidden from it.
 HOST_MESSAGE_QUEUES = "/dev/mqueue"
+# Linux's keyrings (keyctl(2)) belong to no namespace: a user's keyrings outlive its processes (the next kernel of
+# the same slot user would find what the last one left), and a process inherits its parent's session keyring (the
+# grader's, which may hold the instructor's keys, shared by every kernel).
+SYS_KEYCTL = {"x86_64": 250, "aarch64": 219}
+KEYCTL_JOIN_SESSION_KEYRING, KEYCTL_CLEAR, KEYCTL_GET_PERSISTENT = 1, 7, 22
+KEY_SPEC_SESSION_KEYRING, KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -3, -4, -5
 # All a server and its kernels get of the grader's environment: the interpreter's variables and the locale's.
 # Nothing of the instructor's shell (tokens of an LMS, a cloud, git): a kernel's code could print it.
 INHERITED = ("PATH", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "LANG", "LANGUAGE", "TZ")
@@ -167,7 +175,7 @@ def serve_kernel(connection: socket.socket, mounter: "Mounter") -> bool:
     message, fds, _, _ = socket.recv_fds(connection, REQUEST_LIMIT, 3)
     request = json.loads(message)
     try:
-        mounter.make(request["mounts"] + ([["hide", HOST_MESSAGE_QUEUES]] if request.get("ipc") else []))
+        mounter.make(request["mounts"] + ([["hide", HOST_MESSAGE_QUEUES]] if request.get("isolated") else []))
         keeper = os.fork()
         if keeper == 0:
             code = 1
@@ -231,7 +239,7 @@ def become_kernel(request: dict, stdio: list[int]) -> None:
     import resource
     for name, value in request["limits"].items():
         resource.setrlimit(getattr(resource, name), (value, value))
-    if request.get("ipc"):  # SysV segments, semaphores, message queues and POSIX queues of its own, gone with it
+    if request.get("isolated"):  # SysV segments, semaphores, message queues and POSIX queues of its own, gone with it
         _unshare(CLONE_NEWIPC)
     if request["user"]:
         uid, gid = request["user"]
@@ -240,6 +248,8 @@ def become_kernel(request: dict, stdio: list[int]) -> None:
         os.setgroups([])
         os.setresgid(gid, gid, gid)
         os.setresuid(uid, uid, uid)
+        if request.get("isolated"):
+            _own_keyrings()
     os.environ.clear()
     os.environ.update(request["env"])
     _reseed()
@@ -251,12 +261,32 @@ def become_kernel(request: dict, stdio: list[int]) -> None:
 
 
 def _unshare(flags: int) -> None:
+    _libc_call("unshare", flags)
+
+
+def _own_keyrings() -> None:
+    """Keyrings of this kernel's own (`SYS_KEYCTL`): a new session keyring, not the grader's, and its slot user's
+    keyrings emptied of what the slot's last kernel left there."""
+    call = functools.partial(_libc_call, "syscall", SYS_KEYCTL[os.uname().machine])
+    call(KEYCTL_JOIN_SESSION_KEYRING, None)
+    call(KEYCTL_CLEAR, KEY_SPEC_USER_KEYRING)
+    call(KEYCTL_CLEAR, KEY_SPEC_USER_SESSION_KEYRING)
+    try:  # kept for days after its user's last process (where the machine's kernel has them)
+        call(KEYCTL_CLEAR, call(KEYCTL_GET_PERSISTENT, -1, KEY_SPEC_SESSION_KEYRING))
+    except OSError as error:
+        if error.errno != errno.EOPNOTSUPP:
+            raise
+
+
+def _libc_call(name: str, *args) -> int:
+    """The C library's `name(*args)`, raising OSError when it fails."""
     import ctypes  # here: the stub, which runs this file too, starts without it
 
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.unshare(flags) != 0:
+    result = getattr(ctypes.CDLL(None, use_errno=True), name)(*args)
+    if result < 0:
         error = ctypes.get_errno()
-        raise OSError(error, f"unshare({flags:#x}): {os.strerror(error)}")
+        raise OSError(error, f"{name}{args}: {os.strerror(error)}")
+    return result
 
 
 def _reseed() -> None:

@@ -277,7 +277,7 @@ class Sandbox:
             spec["cgroups"] = self.group.procs_files() if self.group else []
             if namespaces_available():
                 spec["mounts"] = self._mounts()
-                spec["ipc"] = True  # an IPC namespace of its own (`forkserver.become_kernel`)
+                spec["isolated"] = True  # IPC namespace and keyrings of its own (`forkserver.become_kernel`)
         return kernel_server().kernel_command(spec, kernel_cmd)
 
     def _mounts(self) -> list[list[str]]:
