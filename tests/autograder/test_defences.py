@@ -85,17 +85,6 @@ def scale(x, factor):
 """
 
 
-def test_a_test_cells_outputs_count_as_they_were_when_it_finished(toy_course, tmp_path, monkeypatch):
-    cells = {"add": REWRITES_ITS_REPORT, "scale": FILLS_IT_IN}
-    assert _grade(toy_course, tmp_path, "rewrites", cells).score == 3  # test_scale's 3 points, honestly earned
-    # Without the outputs kept as they were: the grader reads the test cell's outputs as the later cell left them.
-    def keeps_the_live_outputs(self, **kwargs):
-        Execute.on_cell_executed(self, **kwargs)
-        sandbox.finished[kwargs["cell_index"]] = kwargs["cell"].outputs
-    monkeypatch.setattr(sandbox.ConfinedExecute, "on_cell_executed", keeps_the_live_outputs)
-    assert _grade(toy_course, tmp_path, "rewrites-again", cells).score == 5
-
-
 def test_a_report_beside_an_error_does_not_count():
     """A test cell whose probe did not return (an error escaped it) fails, whatever report it shows."""
     runs = verdicts.expected("90_toy", 7)
@@ -116,21 +105,61 @@ print("TOKEN", {token!r} in str(dict(os.environ)), {token!r}.encode() in ctypes.
 def add(a, b):
     return np.asarray(a) + np.asarray(b)
 """
+TOKEN = f"lms-{os.urandom(8).hex()}"
 
 
-def test_nothing_of_the_instructors_shell_reaches_a_kernel(toy_course, tmp_path, monkeypatch):
-    token = f"lms-{os.urandom(8).hex()}"
-    monkeypatch.setenv("INSTRUCTOR_TOKEN", token)  # the grading workers fork from this process
+def _keeps_the_live_outputs(self, **kwargs):
+    """`ConfinedExecute.on_cell_executed` without the defence: the grader reads a cell's outputs as the notebook
+    left them."""
+    Execute.on_cell_executed(self, **kwargs)
+    sandbox.finished[kwargs["cell_index"]] = kwargs["cell"].outputs
+
+
+@pytest.fixture(scope="module")
+def routes_out(tmp_path_factory, short_limits, make_toy_course):
+    """Two notebooks, each after one way out of its test cells or its kernel (its report rewritten by a later cell;
+    the instructor's token), graded in one run with every defence, then in one run without the two that close them:
+    (course, {student: outcome})."""
+    tmp_path = tmp_path_factory.mktemp("routes")
+    course = make_toy_course(tmp_path / "grading")
+    notebooks = {"rewrites": {"add": REWRITES_ITS_REPORT, "scale": FILLS_IT_IN},
+                 "environment": {"add": PRINTS_ITS_ENVIRONMENT.format(token=TOKEN)}}
+
+    def graded(suffix):
+        for student, cells in notebooks.items():
+            notebook = synthetic.with_cells(synthetic.solved(course, "90_toy"), cells)
+            synthetic.write(notebook, tmp_path / f"{student}.ipynb")
+            course.submit(student + suffix, "90_toy", tmp_path / f"{student}.ipynb")
+        report = course.grade(students=[student + suffix for student in notebooks])
+        return {outcome.student: outcome for outcome in report.outcomes}
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("INSTRUCTOR_TOKEN", TOKEN)  # the grading workers fork from this process
+        outcomes = graded("")
+        patch.setattr(sandbox.ConfinedExecute, "on_cell_executed", _keeps_the_live_outputs)
+        patch.setattr(forkserver, "inherited", dict)  # the grader's whole environment, to servers and kernels
+        outcomes.update(graded("-again"))
+    return course, outcomes
+
+
+def test_a_test_cells_outputs_count_as_they_were_when_it_finished(routes_out):
+    _, outcomes = routes_out
+    assert outcomes["rewrites"].score == 3  # test_scale's 3 points, honestly earned
+    # Without the outputs kept as they were: the grader reads the test cell's outputs as the later cell left them.
+    assert outcomes["rewrites-again"].score == 5
+
+
+def test_nothing_of_the_instructors_shell_reaches_a_kernel(routes_out):
+    course, outcomes = routes_out
 
     def seen(student):
-        assert _grade(toy_course, tmp_path, student, {"add": PRINTS_ITS_ENVIRONMENT.format(token=token)}).score == 5
-        graded = nbformat.read(toy_course.root / "autograded" / student / "90_toy" / "90_toy.ipynb", 4)
+        assert outcomes[student].score == 5
+        graded = nbformat.read(course.root / "autograded" / student / "90_toy" / "90_toy.ipynb", 4)
         text = "".join(o.get("text", "") for c in graded.cells for o in c.get("outputs", []))
         return text.split("TOKEN ")[1].split()[:2]
 
     assert seen("environment") == ["False", "False"]
     # Without the allow-list (the grader's whole environment passed on, to the forkserver and to each kernel):
-    monkeypatch.setattr(forkserver, "inherited", dict)
     assert seen("environment-again") == ["True", "True"]
 
 
