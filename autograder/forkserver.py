@@ -265,12 +265,13 @@ def _unshare(flags: int) -> None:
 
 
 def _own_keyrings() -> None:
-    """Keyrings of this kernel's own (`SYS_KEYCTL`): a new session keyring, not the grader's, and its slot user's
-    keyrings emptied of what the slot's last kernel left there."""
+    """Keyrings of this kernel's own (`SYS_KEYCTL`): its slot user's keyrings emptied of what the slot's last kernel
+    left there (which would also count against this kernel's key quota), and a new session keyring, not the
+    grader's."""
     call = functools.partial(_libc_call, "syscall", SYS_KEYCTL[os.uname().machine])
-    call(KEYCTL_JOIN_SESSION_KEYRING, None)
     call(KEYCTL_CLEAR, KEY_SPEC_USER_KEYRING)
     call(KEYCTL_CLEAR, KEY_SPEC_USER_SESSION_KEYRING)
+    call(KEYCTL_JOIN_SESSION_KEYRING, None)
     try:  # kept for days after its user's last process (where the machine's kernel has them)
         call(KEYCTL_CLEAR, call(KEYCTL_GET_PERSISTENT, -1, KEY_SPEC_SESSION_KEYRING))
     except OSError as error:
