@@ -20,6 +20,8 @@ the signals it gets to the kernel, and exits with the kernel's status. Killing t
 The keeper is the kernel's parent: it waits for it, forwards signals, and kills it if the stub goes away.
 """
 import atexit
+import errno
+import functools
 import json
 import os
 import select
@@ -51,6 +53,24 @@ NAMESPACES = ("unshare", "--mount", "--pid", "--net", "--fork", "--kill-child", 
               "--propagation", "slave")
 NO_NEW_PRIVILEGES = ("setpriv", "--no-new-privs")
 REQUEST_LIMIT = 1 << 20
+CLONE_NEWIPC = 0x08000000
+# A kernel with an IPC namespace of its own (`become_kernel`) would still reach the machine's POSIX message queues
+# through this folder, where one is mounted: hidden from it.
+HOST_MESSAGE_QUEUES = "/dev/mqueue"
+# Linux's keyrings (keyctl(2)) belong to no namespace: a user's keyrings outlive its processes (the next kernel of
+# the same slot user would find what the last one left), and a process inherits its parent's session keyring (the
+# grader's, which may hold the instructor's keys, shared by every kernel).
+SYS_KEYCTL = {"x86_64": 250, "aarch64": 219}
+KEYCTL_JOIN_SESSION_KEYRING, KEYCTL_CLEAR, KEYCTL_GET_PERSISTENT = 1, 7, 22
+KEY_SPEC_SESSION_KEYRING, KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -3, -4, -5
+# All a server and its kernels get of the grader's environment: the interpreter's variables and the locale's.
+# Nothing of the instructor's shell (tokens of an LMS, a cloud, git): a kernel's code could print it.
+INHERITED = ("PATH", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "LANG", "LANGUAGE", "TZ")
+
+
+def inherited(env) -> dict:
+    """The variables of `env` that a server or a kernel may inherit (`INHERITED`, and the locale's LC_*)."""
+    return {name: value for name, value in env.items() if name in INHERITED or name.startswith("LC_")}
 
 
 def abstract(name: str) -> str:
@@ -157,7 +177,7 @@ def serve_kernel(connection: socket.socket, mounter: "Mounter") -> bool:
     message, fds, _, _ = socket.recv_fds(connection, REQUEST_LIMIT, 3)
     request = json.loads(message)
     try:
-        mounter.make(request["mounts"])
+        mounter.make(request["mounts"] + ([["hide", HOST_MESSAGE_QUEUES]] if request.get("isolated") else []))
         keeper = os.fork()
         if keeper == 0:
             code = 1
@@ -221,6 +241,8 @@ def become_kernel(request: dict, stdio: list[int]) -> None:
     import resource
     for name, value in request["limits"].items():
         resource.setrlimit(getattr(resource, name), (value, value))
+    if request.get("isolated"):  # SysV segments, semaphores, message queues and POSIX queues of its own, gone with it
+        _unshare(CLONE_NEWIPC)
     if request["user"]:
         uid, gid = request["user"]
         # Root's capabilities go with the change of user, and Linux makes a process whose user changed not
@@ -228,6 +250,8 @@ def become_kernel(request: dict, stdio: list[int]) -> None:
         os.setgroups([])
         os.setresgid(gid, gid, gid)
         os.setresuid(uid, uid, uid)
+        if request.get("isolated"):
+            _own_keyrings()
     os.environ.clear()
     os.environ.update(request["env"])
     _reseed()
@@ -236,6 +260,36 @@ def become_kernel(request: dict, stdio: list[int]) -> None:
     # read from the environment when ipykernel was imported (by the server): set it from the kernel's own
     IPKernelApp.launch_instance(argv=request["args"], parent_handle=int(os.environ.get("JPY_PARENT_PID") or 0))
     os._exit(0)
+
+
+def _unshare(flags: int) -> None:
+    _libc_call("unshare", flags)
+
+
+def _own_keyrings() -> None:
+    """Keyrings of this kernel's own (`SYS_KEYCTL`): its slot user's keyrings emptied of what the slot's last kernel
+    left there (which would also count against this kernel's key quota), and a new session keyring, not the
+    grader's."""
+    call = functools.partial(_libc_call, "syscall", SYS_KEYCTL[os.uname().machine])
+    call(KEYCTL_CLEAR, KEY_SPEC_USER_KEYRING)
+    call(KEYCTL_CLEAR, KEY_SPEC_USER_SESSION_KEYRING)
+    call(KEYCTL_JOIN_SESSION_KEYRING, None)
+    try:  # kept for days after its user's last process (where the machine's kernel has them)
+        call(KEYCTL_CLEAR, call(KEYCTL_GET_PERSISTENT, -1, KEY_SPEC_SESSION_KEYRING))
+    except OSError as error:
+        if error.errno != errno.EOPNOTSUPP:
+            raise
+
+
+def _libc_call(name: str, *args) -> int:
+    """The C library's `name(*args)`, raising OSError when it fails."""
+    import ctypes  # here: the stub, which runs this file too, starts without it
+
+    result = getattr(ctypes.CDLL(None, use_errno=True), name)(*args)
+    if result < 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"{name}{args}: {os.strerror(error)}")
+    return result
 
 
 def _reseed() -> None:
@@ -320,7 +374,10 @@ class Server:
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         listener.bind(abstract(self.name))  # in this process's network namespace: stubs reach it, kernels do not
         listener.listen(16)
-        env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+        # (a kernel is a fork of the server: the environment the server started with stays in its memory) and HOME,
+        # where what the server imports keeps its caches (matplotlib's fonts); a kernel gets a HOME of its own
+        env = dict(inherited(os.environ), HOME=os.environ.get("HOME", "/"), OPENBLAS_NUM_THREADS="1",
+                   OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
         if modulecraft is not None:
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(modulecraft), env.get("PYTHONPATH", "")]))
         command = [*NO_NEW_PRIVILEGES, sys.executable, "-m", "autograder.forkserver", "serve", str(listener.fileno()),

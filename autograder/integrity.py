@@ -121,9 +121,11 @@ def timed_out_cells(graded: Path) -> list[str]:
 
 
 def autograde_config() -> Config:
-    """nbgrader's autograde pipeline: our sandboxed Execute, then the verdicts made outside the kernel."""
+    """nbgrader's autograde pipeline: the grader's seed into the test cells, our sandboxed Execute, then the verdicts
+    made outside the kernel."""
     c = Config()
     c.Autograde.autograde_preprocessors = [
+        "autograder.verdicts.SeedTests",
         "autograder.sandbox.ConfinedExecute",
         "autograder.verdicts.JudgeTests",
         "nbgrader.preprocessors.IgnorePattern",

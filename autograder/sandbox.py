@@ -38,6 +38,7 @@ next kernel in that slot removes what it left, and a grader that finds every slo
 """
 from __future__ import annotations
 
+import copy
 import ctypes
 import fcntl
 import functools
@@ -88,10 +89,9 @@ events: list[str] = []
 _open: list["Sandbox"] = []
 # What kernels started by this process must not see: set by the grader for the course it grades.
 hidden: list[Path] = []
-# The folder whose `modulecraft` the next kernels import (`answer_key.build`: the chapter's answer key removed),
-# and what goes into their environment (the probes' seed); both set by the grader for the submission it grades.
+# The folder whose `modulecraft` the next kernels import (`answer_key.build`: the chapter's answer key removed), set
+# by the grader for the submission it grades.
 kernel_modulecraft: Path | None = None
-kernel_env: dict[str, str] = {}
 
 
 def hide_from_kernels(*paths: Path) -> None:
@@ -258,14 +258,14 @@ class Sandbox:
             os.chown(path, self.user.pw_uid, self.user.pw_gid)
 
     def env(self, base) -> dict[str, str]:
-        env = dict(base)
+        """The kernel's environment: of `base` (the grader's) only what `forkserver.inherited` lets through."""
+        env = forkserver.inherited(base)
         home = str(self.workdir)
         env.update(HOME=home, TMPDIR=home, IPYTHONDIR=f"{home}/.ipython", MPLCONFIGDIR=f"{home}/.matplotlib",
                    JUPYTER_RUNTIME_DIR=home, JUPYTER_DATA_DIR=f"{home}/.jupyter",
                    PYTHONDONTWRITEBYTECODE="1", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
         if self.user:
             env.update(USER=self.user.pw_name, LOGNAME=self.user.pw_name)
-        env.update(kernel_env)
         return env
 
     def wrap(self, kernel_cmd: list[str]) -> list[str]:
@@ -280,6 +280,7 @@ class Sandbox:
             spec["cgroups"] = self.group.procs_files() if self.group else []
             if namespaces_available():
                 spec["mounts"] = self._mounts()
+                spec["isolated"] = True  # IPC namespace and keyrings of its own (`forkserver.become_kernel`)
         return kernel_server().kernel_command(spec, kernel_cmd)
 
     def _mounts(self) -> list[list[str]]:
@@ -405,11 +406,14 @@ def _remove(path: Path) -> None:
 # interrupted them). Only the grader can tell: a cell's outputs cannot (the interrupt raises KeyboardInterrupt in
 # the cell, which a learner's code can raise too, as it can raise an error of any name).
 timed_out: list[int] = []
+# The outputs of each cell of that notebook that finished, as they were when it finished: a later cell can still
+# change a cell's outputs (`update_display`, or a display with the same `display_id`), never these.
+finished: dict[int, list] = {}
 
 
 class ConfinedExecute(Execute):
     """nbgrader's Execute, whose kernels' sandboxes are closed however the notebook ends, and which records the
-    cells it interrupts at the per-cell time limit (`timed_out`).
+    cells it interrupts at the per-cell time limit (`timed_out`) and each cell's outputs when it finished (`finished`).
 
     A kernel that exits or is killed mid-notebook costs only the cells it did not run: the cells that ran keep
     their outputs (and scores), the others get an error output saying why, and the grader reports it."""
@@ -419,8 +423,13 @@ class ConfinedExecute(Execute):
             timed_out.append(next(index for index, other in enumerate(self.nb.cells) if other is cell))
         return await super()._async_handle_timeout(timeout, cell)
 
+    def on_cell_executed(self, **kwargs):
+        super().on_cell_executed(**kwargs)
+        finished[kwargs["cell_index"]] = copy.deepcopy(kwargs["cell"].outputs)
+
     def preprocess(self, nb, resources, km=None):
         timed_out.clear()
+        finished.clear()
         try:
             return super().preprocess(nb, resources, km=km)
         except DeadKernelError:

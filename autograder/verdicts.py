@@ -7,7 +7,14 @@ the verdict alone: nothing when every check agrees, otherwise one error naming t
 what the learner's code did and the hint. nbgrader then scores the cells as usual (an error: no points).
 
 The seed is drawn per submission when grading starts (`start`), so expected observations exist nowhere before
-the kernel has run, and observations copied from someone else's feedback or notebook describe other inputs.
+the kernel has run, and observations copied from someone else's feedback or notebook describe other inputs. It
+reaches the kernel in the test cells' own text (`SeedTests`), not in its environment: no cell before the first
+test cell can know it.
+
+What counts of a test cell is what it showed while it ran, as it was when it finished (`sandbox.finished`: a later
+cell can change an earlier cell's displays), with no error beside its one report. A cell that ran over its time
+limit or that the kernel did not finish fails for what the grader saw happen (`sandbox.timed_out`, no
+`sandbox.finished`), never for the name of an error in its outputs, which the learner's code can raise too.
 
 The capstone lets a learner switch a mechanism to modulecraft's code (one line of `WHOSE` in the cell `c13_whose`).
 Which ones is read here from the submitted notebook's text, never from the kernel: those stay in the kernel's
@@ -26,10 +33,9 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 
 from modulecraft import mechanisms
 
+from . import config as course_config
 from . import integrity, probes, sandbox
 
-# The errors the grading run itself gives a cell (time limits, a kernel that ended): they stay, as they are.
-RUN_ERRORS = ("CellTimeoutError", sandbox.KERNEL_GONE, "KeyboardInterrupt")
 FAILED = "TestFailed"
 WHOSE_CELL = "c13_whose"  # the id of the cell that switches the capstone's mechanisms
 SWITCHED = "switched to the reference in 13.1 (WHOSE), so modulecraft's code ran for it: no points for it here"
@@ -79,14 +85,15 @@ def expected(chapter: str, seed: int) -> dict[str, probes.Run]:
 
 def judge(grade_id: str, outputs: list, runs: dict[str, probes.Run], exercises: dict[str, str] | None = None
           ) -> str | None:
-    """Why the test cell `grade_id` fails, in words for the learner, or None when it passes."""
+    """Why the test cell `grade_id` fails, in words for the learner, or None when it passes (`outputs`: the cell's
+    as they were when it finished)."""
     if grade_id not in runs:
         return "this test cell has no probe in the grader (a course error: tell your instructor)"
     reports = [output["data"][probes.MIME] for output in outputs
                if output.get("output_type") == "display_data" and probes.MIME in output.get("data", {})]
     reports = [report for report in reports if isinstance(report, dict) and report.get("grade_id") == grade_id]
-    if len(reports) != 1 or not isinstance(reports[0].get("observed"), list):
-        errors = [o for o in outputs if o.get("output_type") == "error"]
+    errors = [o for o in outputs if o.get("output_type") == "error"]
+    if errors or len(reports) != 1 or not isinstance(reports[0].get("observed"), list):
         why = f" ({errors[0].get('ename')}: {str(errors[0].get('evalue'))[:200]})" if errors else ""
         return f"the tests of this cell did not run to the end{why}: run the cells above it first, unchanged"
     observed = reports[0]["observed"]
@@ -115,6 +122,26 @@ def defined_by_exercise(nb) -> dict[str, str]:
     return found
 
 
+def is_test(cell) -> bool:
+    return cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell)
+
+
+texts: dict[int, str] = {}  # the course's text of each test cell of the notebook being graded, by the cell's index
+
+
+class SeedTests(NbGraderPreprocessor):
+    """Before the notebook runs: each test cell's text becomes the line that runs its probe with the grader's seed
+    (`probes.graded_line`); `JudgeTests` puts the course's text back."""
+
+    def preprocess(self, nb, resources):
+        texts.clear()
+        for index, cell in enumerate(nb.cells):
+            if is_test(cell):
+                texts[index] = cell.source
+                cell.source = probes.graded_line(cell.metadata["nbgrader"]["grade_id"], current.seed)
+        return nb, resources
+
+
 class JudgeTests(NbGraderPreprocessor):
     """Replace each test cell's outputs by its verdict (see the module's docstring)."""
 
@@ -123,16 +150,18 @@ class JudgeTests(NbGraderPreprocessor):
         runs = expected(current.chapter, current.seed)
         exercises = defined_by_exercise(nbformat.read(current.source, as_version=4) if current.source else nb)
         mechanism_of = getattr(probes.chapter_module(current.chapter), "MECHANISM_OF", {})
-        for cell in nb.cells:
-            if cell.cell_type != "code" or not utils.is_grade(cell) or utils.is_solution(cell):
+        for index, cell in enumerate(nb.cells):
+            if not is_test(cell):
                 continue
-            outputs = cell.get("outputs", [])
-            run_errors = [o for o in outputs if o.get("output_type") == "error" and o.get("ename") in RUN_ERRORS]
-            if run_errors:
-                cell.outputs = run_errors[:1]
-                continue
+            cell.source = texts.get(index, cell.source)
             grade_id = cell.metadata["nbgrader"]["grade_id"]
-            if mechanism_of.get(grade_id) in current.switched:
+            outputs = sandbox.finished.get(index)  # None: the cell never finished
+            if index in sandbox.timed_out:
+                why = (f"this cell ran over the {course_config.CELL_TIMEOUT} s time limit per cell: the grader "
+                       "interrupted it")
+            elif outputs is None:
+                why = f"this cell did not finish: {sandbox.kernel_exit_reason()}"
+            elif mechanism_of.get(grade_id) in current.switched:
                 why = f"{mechanism_of[grade_id]}: {SWITCHED}"
             else:
                 why = judge(grade_id, outputs, runs, exercises)

@@ -45,7 +45,7 @@ from nbgrader.apps import NbGraderAPI
 from nbgrader.coursedir import CourseDirectory
 
 from . import config as course_config
-from . import answer_key, integrity, probes, sandbox, tuning, verdicts
+from . import answer_key, integrity, sandbox, tuning, verdicts
 
 # Where a worker makes its scratch grading folder (default: the Dask worker's --local-directory, or the temp dir).
 SCRATCH_ENV_VAR = "MODULECRAFT_WORKER_SCRATCH"
@@ -353,8 +353,7 @@ def _autograde(api: NbGraderAPI, root: Path, student: str, chapter: str) -> Outc
         sandbox.kernel_modulecraft = answer_key.build(chapter, kept=verdicts.kept_names(switched))
         for attempt in (1, 2):  # a kernel that died or timed out may have been starved by load: once more
             outcome.attempts = attempt
-            judging = verdicts.start(chapter, root / "source" / chapter / f"{chapter}.ipynb", switched)
-            sandbox.kernel_env = {probes.SEED_ENV_VAR: str(judging.seed)}
+            verdicts.start(chapter, root / "source" / chapter / f"{chapter}.ipynb", switched)
             sandbox.events.clear()
             result = api.autograde(chapter, student, force=True, create=True)
             sandbox.raise_shortage()  # not graded at all (the coordinator lists it as failed), never scored 0

@@ -13,9 +13,10 @@ The same probe runs twice, with the same seed:
 Learning in JupyterLab (no grading), both run in the learner's kernel on a fixed seed, and the cell prints each
 check as what / expected / got / hint. While grading, the kernel has no reference for these names at all
 (`autograder.answer_key` removes them from its copy of modulecraft), the seed is the grader's, unknown in
-advance, and the cell only displays its observations; the grader's own process runs the probes on the reference
-and compares (`autograder.verdicts`). Nothing the kernel does can turn a wrong observation into a pass: forging
-the right observations takes computing them, for inputs drawn from a seed nobody could know before.
+advance and written into each test cell's line as the grader runs it (`graded_line`), and the cell only displays
+its observations; the grader's own process runs the probes on the reference and compares (`autograder.verdicts`).
+Nothing the kernel does can turn a wrong observation into a pass: forging the right observations takes computing
+them, for inputs drawn from a seed nobody could know before.
 
 Every probe must make at least one check whose result depends on the seed through the mechanism tested (the
 course tests prove it for every cell: two seeds give different expected observations).
@@ -25,7 +26,6 @@ from __future__ import annotations
 import importlib
 import json
 import math
-import os
 import pkgutil
 import random
 import sys
@@ -34,7 +34,6 @@ from typing import Any, Callable
 
 import numpy as np
 
-SEED_ENV_VAR = "MODULECRAFT_PROBE_SEED"  # set in grading kernels only
 LEARNING_SEED = 0  # the seed of the visible tests the learner runs in JupyterLab
 MIME = "application/vnd.modulecraft.observations+json"
 MAX_TEXT = 2000  # characters kept of a string or an exception message
@@ -244,12 +243,12 @@ def grade_ids(chapter: str) -> list[str]:
 
 
 # -- the test cell's one line ----------------------------------------------------------------------------------
-def run_tests(grade_id: str) -> None:
-    """What a test cell does: while grading, display the observations; while learning, judge them here."""
+def run_tests(grade_id: str, seed: int | None = None) -> None:
+    """What a test cell does: while grading (the grader's `seed`), display the observations; while learning, judge
+    them here."""
     namespace = sys.modules["__main__"].__dict__
-    seed = os.environ.get(SEED_ENV_VAR)
     if seed is not None:
-        observed = run_probe(grade_id, Learners(namespace), int(seed))
+        observed = run_probe(grade_id, Learners(namespace), seed)
         from IPython.display import display
         display({MIME: {"grade_id": grade_id, "observed": [c.observed for c in observed.checks]}}, raw=True)
         return
@@ -265,6 +264,12 @@ def run_tests(grade_id: str) -> None:
             failures.append(explain(check, wanted.observed, show_expected=True))
     if failures:
         raise AssertionError("\n".join(failures))
+
+
+def graded_line(grade_id: str, seed: int) -> str:
+    """The line the grader runs in place of the text of test cell `grade_id`: no name of the notebook's involved, and
+    the seed exists in the kernel from the moment this cell runs."""
+    return f'__import__("autograder.probes").probes.run_tests({grade_id!r}, seed={seed})'
 
 
 # -- judging ----------------------------------------------------------------------------------------------------

@@ -1,6 +1,8 @@
 """The grading kernel has no answer key: a notebook that hands an exercise to the reference, by a call, by
-inheritance or by reading the reference's source, scores what a blank one does. Without the defence (the kernel
-given the whole reference, as before), the same notebook scores full marks on that exercise."""
+inheritance or by reading the reference's source, scores what a blank one does; so does one that puts a runner of
+its own in place of the probes' (nothing in a kernel can tell it from the real one) to run them on the reference.
+Without the defence (the kernel given the whole reference, as before), the same notebook scores full marks on those
+exercises."""
 from __future__ import annotations
 
 import os
@@ -16,6 +18,7 @@ pytestmark = pytest.mark.slow
 
 CHAPTER = "05_traversal"
 EXERCISE = "c05_named_modules"
+LEFT_BLANK = "c05_named_members"  # left as released, under a runner that runs every probe on the reference
 MODULE_FILE = config.REPO_ROOT / "reference" / "modulecraft" / "nn" / "modules" / "module.py"
 
 # Three ways to the reference's own walk, tried in turn; the first that works answers.
@@ -38,13 +41,27 @@ def named_modules(self, *args, **kwargs):
 """
 
 
+RUNS_THE_PROBES_ON_THE_REFERENCE = f"""
+import autograder.probes as probes
+from IPython.display import display
+def forged(grade_id, seed=None):
+    run = probes.run_probe(grade_id, probes.Reference(probes.yours_of({CHAPTER!r})), seed)
+    display({{probes.MIME: {{"grade_id": grade_id, "observed": [c.observed for c in run.checks]}}}}, raw=True)
+probes.run_tests = forged
+"""
+
+
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
     root = tmp_path_factory.mktemp("answer-key")
     course = Course(root / "grading")
     course.release([CHAPTER])
-    answers = solved(nbformat.read(course.release_path(CHAPTER), as_version=4), read_notebook(CHAPTER))
-    nbformat.write(with_cell_replaced(answers, EXERCISE, DELEGATES), root / "delegates.ipynb")
+    released = nbformat.read(course.release_path(CHAPTER), as_version=4)
+    answers = with_cell_replaced(solved(released, read_notebook(CHAPTER)), EXERCISE, DELEGATES)
+    blank = next(cell.source for cell in released.cells
+                 if cell.metadata.get("nbgrader", {}).get("grade_id") == LEFT_BLANK)
+    answers = with_cell_replaced(answers, LEFT_BLANK, RUNS_THE_PROBES_ON_THE_REFERENCE + blank)
+    nbformat.write(answers, root / "delegates.ipynb")
     course.delegating_notebook = root / "delegates.ipynb"
     return course
 
@@ -55,19 +72,21 @@ def _graded(course, student):
     scores = course.scores(student, CHAPTER)
     graded = nbformat.read(course.root / "autograded" / student / CHAPTER / f"{CHAPTER}.ipynb", 4)
     printed = "".join(o.get("text", "") for c in graded.cells for o in c.get("outputs", []))
-    return sum(scores[g][0] for g in (f"{EXERCISE}_visible", f"{EXERCISE}_hidden")), printed
+    earned = [sum(scores[g][0] for g in (f"{exercise}_visible", f"{exercise}_hidden"))
+              for exercise in (EXERCISE, LEFT_BLANK)]
+    return earned, printed
 
 
 def test_delegating_to_the_reference_earns_nothing(course, monkeypatch):
     score, printed = _graded(course, "delegates")
-    assert score == 0
+    assert score == [0, 0]
     assert "source of nn.Module.named_modules: a seam" in printed
     if os.geteuid() == 0 and sandbox.namespaces_available():
         assert "file: PermissionError" in printed or "file: FileNotFoundError" in printed, printed
     # Without the defence: the kernel's modulecraft is the whole reference again.
     monkeypatch.setattr(answer_key, "build", lambda chapter, cache=None, kept=frozenset(): answer_key.REFERENCE.parent)
     score, printed = _graded(course, "delegates-again")
-    assert score == 4
+    assert score == [4, 3]
     assert "source of nn.Module.named_modules: the reference's" in printed
 
 

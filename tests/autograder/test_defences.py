@@ -2,6 +2,8 @@
 for the test) the same notebook gains what it was after.
 
 - the seed drawn per submission: observations forged from a run of the probes at home do not match it;
+- a test cell's outputs read as they were when it finished: a later cell that rewrites them gains nothing;
+- the kernel's environment built from an allow-list: nothing of the instructor's shell reaches it;
 - rich outputs shown as text in feedback: a notebook's HTML and SVG never reach the feedback page as markup;
 - one control group per kernel: the kernel's children together stay under the kernel's memory limit;
 - the probes' source hidden from kernels: a notebook cannot print it into its outputs;
@@ -21,7 +23,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import answer_key, cgroups, config, feedback, libraries, probes, sandbox, synthetic, verdicts
+from nbgrader.preprocessors import Execute
+
+from autograder import (answer_key, cgroups, config, feedback, forkserver, libraries, probes, sandbox, synthetic,
+                        verdicts)
 
 pytestmark = pytest.mark.slow
 
@@ -30,7 +35,7 @@ pytestmark = pytest.mark.slow
 FORGES = """
 import autograder.probes as probes
 from IPython.display import display
-def forged(grade_id):
+def forged(grade_id, seed=None):
     run = probes.run_probe(grade_id, probes.Reference(probes.yours_of("90_toy")), probes.LEARNING_SEED)
     display({probes.MIME: {"grade_id": grade_id, "observed": [c.observed for c in run.checks]}}, raw=True)
 probes.run_tests = forged
@@ -53,6 +58,113 @@ def test_observations_forged_on_another_seed_earn_nothing(toy_course, tmp_path, 
     # Without a seed of its own per submission (the learning seed for everyone), the forgery is full marks.
     monkeypatch.setattr(verdicts.secrets, "randbits", lambda bits: probes.LEARNING_SEED)
     assert _grade(toy_course, tmp_path, "forger-again", {"add": FORGES}).score == 5
+
+
+# The learner's `add`, called by test_add's probe, notes the grader's seed, shows a placeholder and hides what the
+# probe shows next; the cell after it fills the placeholder in with the observations an oracle (here numpy, the toy
+# chapter's answer) gives on that seed.
+REWRITES_ITS_REPORT = """
+import sys
+import IPython.display
+import autograder.probes as probes
+shown, seen = IPython.display.display, {}
+def add(a, b):
+    if not seen:
+        frame = sys._getframe()
+        while frame.f_code.co_name != "run_probe":
+            frame = frame.f_back
+        seen["seed"] = frame.f_locals["seed"]
+        shown({"text/plain": "..."}, raw=True, display_id="placeholder")
+        IPython.display.display = lambda *args, **kwargs: None
+        get_ipython().events.register("post_run_cell", lambda result: setattr(IPython.display, "display", shown))
+    return 0
+"""
+FILLS_IT_IN = """
+from IPython.display import update_display
+run = probes.run_probe("test_add", probes.Reference(probes.yours_of("90_toy")), seen["seed"])
+update_display({probes.MIME: {"grade_id": "test_add", "observed": [c.observed for c in run.checks]}}, raw=True,
+               display_id="placeholder")
+def scale(x, factor):
+    return np.asarray(x) * factor
+"""
+
+
+def test_a_report_beside_an_error_does_not_count():
+    """A test cell whose probe did not return (an error escaped it) fails, whatever report it shows."""
+    runs = verdicts.expected("90_toy", 7)
+    report = {"output_type": "display_data", "data": {probes.MIME: {
+        "grade_id": "test_add", "observed": [check.observed for check in runs["test_add"].checks]}}}
+    error = {"output_type": "error", "ename": "SystemExit", "evalue": "", "traceback": []}
+    assert verdicts.judge("test_add", [report], runs) is None
+    assert "did not run to the end (SystemExit" in verdicts.judge("test_add", [report, error], runs)
+
+
+# Prints whether a variable of the grader's shell reached the kernel: in its environment, or in its memory (a kernel
+# is a fork of its forkserver, whose environment stays at the top of the stack).
+PRINTS_ITS_ENVIRONMENT = """
+import ctypes, os
+stack = next(line.split()[0] for line in open("/proc/self/maps") if line.rstrip().endswith("[stack]"))
+start, end = (int(address, 16) for address in stack.split("-"))
+print("TOKEN", {token!r} in str(dict(os.environ)), {token!r}.encode() in ctypes.string_at(start, end - start))
+def add(a, b):
+    return np.asarray(a) + np.asarray(b)
+"""
+TOKEN = f"lms-{os.urandom(8).hex()}"
+
+
+def _keeps_the_live_outputs(self, **kwargs):
+    """`ConfinedExecute.on_cell_executed` without the defence: the grader reads a cell's outputs as the notebook
+    left them."""
+    Execute.on_cell_executed(self, **kwargs)
+    sandbox.finished[kwargs["cell_index"]] = kwargs["cell"].outputs
+
+
+@pytest.fixture(scope="module")
+def routes_out(tmp_path_factory, short_limits, make_toy_course):
+    """Two notebooks, each after one way out of its test cells or its kernel (its report rewritten by a later cell;
+    the instructor's token), graded in one run with every defence, then in one run without the two that close them:
+    (course, {student: outcome})."""
+    tmp_path = tmp_path_factory.mktemp("routes")
+    course = make_toy_course(tmp_path / "grading")
+    notebooks = {"rewrites": {"add": REWRITES_ITS_REPORT, "scale": FILLS_IT_IN},
+                 "environment": {"add": PRINTS_ITS_ENVIRONMENT.format(token=TOKEN)}}
+
+    def graded(suffix):
+        for student, cells in notebooks.items():
+            notebook = synthetic.with_cells(synthetic.solved(course, "90_toy"), cells)
+            synthetic.write(notebook, tmp_path / f"{student}.ipynb")
+            course.submit(student + suffix, "90_toy", tmp_path / f"{student}.ipynb")
+        report = course.grade(students=[student + suffix for student in notebooks])
+        return {outcome.student: outcome for outcome in report.outcomes}
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("INSTRUCTOR_TOKEN", TOKEN)  # the grading workers fork from this process
+        outcomes = graded("")
+        patch.setattr(sandbox.ConfinedExecute, "on_cell_executed", _keeps_the_live_outputs)
+        patch.setattr(forkserver, "inherited", dict)  # the grader's whole environment, to servers and kernels
+        outcomes.update(graded("-again"))
+    return course, outcomes
+
+
+def test_a_test_cells_outputs_count_as_they_were_when_it_finished(routes_out):
+    _, outcomes = routes_out
+    assert outcomes["rewrites"].score == 3  # test_scale's 3 points, honestly earned
+    # Without the outputs kept as they were: the grader reads the test cell's outputs as the later cell left them.
+    assert outcomes["rewrites-again"].score == 5
+
+
+def test_nothing_of_the_instructors_shell_reaches_a_kernel(routes_out):
+    course, outcomes = routes_out
+
+    def seen(student):
+        assert outcomes[student].score == 5
+        graded = nbformat.read(course.root / "autograded" / student / "90_toy" / "90_toy.ipynb", 4)
+        text = "".join(o.get("text", "") for c in graded.cells for o in c.get("outputs", []))
+        return text.split("TOKEN ")[1].split()[:2]
+
+    assert seen("environment") == ["False", "False"]
+    # Without the allow-list (the grader's whole environment passed on, to the forkserver and to each kernel):
+    assert seen("environment-again") == ["True", "True"]
 
 
 # (its markup is put together as it runs: the page shows the cell's source, escaped, and must not show it raw)

@@ -93,18 +93,22 @@ SWALLOWS_INTERRUPTS = "while True:\n    try:\n        while True:\n            p
 MEMORY_BOMB = "hog = []\nwhile True:\n    hog.append(bytearray(50 * 2**20))"
 FORK_LOOP = "import subprocess\nchildren = [subprocess.Popen(['sleep', '120']) for _ in range(200)]"  # bounded
 HUGE_OUTPUT = "for _ in range(100_000):\n    print('spam ' * 40)\n" + GOOD_ADD
+NAMED_AS_A_TIMEOUT = ("class CellTimeoutError(BaseException):\n    pass\n\n"
+                      "def scale(x, factor):\n    raise CellTimeoutError('No reply from kernel before timeout')")
 ALWAYS_EQUAL = "class Always:\n    def __eq__(self, other):\n        return True\n\ndef add(a, b):\n    return Always()"
 
 # name: (how the notebook is made, expected total score, status, phrase the report must contain)
 SUBMISSIONS = {
     "good": (cells(), 5, "graded", None),
     # A hang or a crash, twice: held for review (no points until a person looks).
-    "infinite-loop": (cells(add="while True:\n    pass"), 0, "needs review", "time limit"),
+    "infinite-loop": (cells(add="def add(a, b):\n    while True:\n        pass"), 0, "needs review", "time limit"),
     "ignores-sigint": (cells(add=IGNORES_SIGINT), 0, "needs review", "ignored the interrupt"),
     "swallows-interrupts": (cells(add=SWALLOWS_INTERRUPTS), 0, "needs review", "ignored the interrupt"),
     "os-exit": (cells(add="import os\nos._exit(1)"), 0, "needs review", "kernel exited"),
     # (the interrupt at the time limit raises KeyboardInterrupt too: only the grader's own counts as a timeout)
     "raises-keyboard-interrupt": (cells(add="def add(a, b):\n    raise KeyboardInterrupt"), 3, "graded", None),
+    # (nor does an error named as the grader's own: what happened to a cell is what the grader saw)
+    "raises-cell-timeout-error": (cells(scale=NAMED_AS_A_TIMEOUT), 2, "graded", None),
     "memory-bomb": (cells(add=MEMORY_BOMB), 3, "graded", "cell add ran out of memory"),
     "fork-loop": (cells(add=FORK_LOOP), 3, "graded", "cell add hit the limit of"),
     "huge-output": (cells(add=HUGE_OUTPUT), 5, "graded", "the output of cell add was cut to 1000 lines"),
@@ -211,3 +215,15 @@ def test_huge_output_is_cut_down(graded_class):
     course, *_ = graded_class
     graded = (course.root / "autograded" / "huge-output" / "90_toy" / "90_toy.ipynb")
     assert graded.stat().st_size < 2 * 2**20
+
+
+def _verdict(course, student: str, grade_id: str) -> str:
+    graded = nbformat.read(course.root / "autograded" / student / "90_toy" / "90_toy.ipynb", 4)
+    return " ".join(o.get("evalue", "") for o in graded.cells[index(graded.cells, grade_id)].outputs)
+
+
+def test_a_cell_timed_out_only_when_the_grader_interrupted_it(graded_class):
+    course, *_ = graded_class
+    assert "time limit per cell: the grader interrupted it" in _verdict(course, "infinite-loop", "test_add")
+    said = _verdict(course, "raises-cell-timeout-error", "test_scale")
+    assert "did not run to the end (CellTimeoutError: No reply" in said and "time limit" not in said, said

@@ -1,14 +1,17 @@
 """One submission's crash never costs another: kernels that die, are killed or time out free their slot and
-leave nothing behind, a shortage of slots makes grading wait, and a new student's chapters graded at once
-do not race to create the student."""
+leave nothing behind, a shortage of slots makes grading wait, a new student's chapters graded at once do not race
+to create the student, and no IPC object of one kernel outlives it or reaches the next."""
+import ctypes
+import ctypes.util
 import fcntl
 import os
 import pwd
 from pathlib import Path
 
+import nbformat
 import pytest
 
-from autograder import sandbox, synthetic
+from autograder import forkserver, sandbox, synthetic
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(os.geteuid() != 0, reason="slots (users, tmpfs folders) exist only as root")]
@@ -116,3 +119,73 @@ def test_a_slot_shortage_leaves_the_submission_ungraded_never_scored(crashed_cla
     assert report.outcomes == []
     with pytest.raises(LookupError):
         course.scores("late", "90_toy")
+
+
+# A SysV shared-memory segment and a POSIX message queue anyone may open, and a key in the kernel's user keyring and
+# in its session keyring, left behind by one submission and looked for by the next. (ctypes: the kernel sees the C
+# library as any program does.)
+SEGMENT_KEY = 0x4D430000 | int(MARK[-4:], 16)
+QUEUE, KEY = f"/modulecraft-test-{MARK}", f"modulecraft-test-{MARK}"
+SYS_ADD_KEY, SYS_KEYCTL = {"x86_64": (248, 250), "aarch64": (217, 219)}[os.uname().machine]
+KEYCTL_JOIN_SESSION_KEYRING, KEYCTL_CLEAR, KEYCTL_SEARCH = 1, 7, 10
+SESSION_KEYRING, USER_KEYRING = -3, -4
+OPENS = """
+import ctypes, ctypes.util, os
+libc, librt = ctypes.CDLL(None, use_errno=True), ctypes.CDLL(ctypes.util.find_library("rt"), use_errno=True)
+print("IPC", libc.shmget({key}, {size}, {flags}) >= 0, librt.mq_open({queue!r}.encode(), {mode}, 0o666, None) >= 0)
+print("KEYS", *(({keys})(ring) >= 0 for ring in ({user}, {session})))
+def add(a, b):
+    return np.asarray(a) + np.asarray(b)
+"""
+IPC_CREAT = 0o1000
+KEYS = dict(key=SEGMENT_KEY, queue=QUEUE, user=USER_KEYRING, session=SESSION_KEYRING)
+LEAVES = OPENS.format(size=2**20, flags=IPC_CREAT | 0o666, mode=os.O_CREAT | os.O_RDWR, **KEYS,
+                      keys=f"lambda ring: libc.syscall({SYS_ADD_KEY}, b'user', {KEY.encode()!r}, b'left', 4, ring)")
+FINDS = OPENS.format(size=0, flags=0, mode=os.O_RDONLY, **KEYS,
+                     keys=f"lambda ring: libc.syscall({SYS_KEYCTL}, {KEYCTL_SEARCH}, ring, b'user', {KEY.encode()!r}, 0)")
+_libc, _librt = ctypes.CDLL(None, use_errno=True), ctypes.CDLL(ctypes.util.find_library("rt"), use_errno=True)
+
+
+def ipc_left_on_the_machine() -> list[str]:
+    """Which of the two IPC objects exist on the machine (its IPC namespace), each removed once seen."""
+    left = []
+    segment = _libc.shmget(SEGMENT_KEY, 0, 0)
+    if segment >= 0:
+        left.append("segment")
+        _libc.shmctl(segment, 0, None)  # IPC_RMID
+    if _librt.mq_unlink(QUEUE.encode()) == 0:
+        left.append("queue")
+    return left
+
+
+def test_no_ipc_object_or_key_of_a_kernel_outlives_it(toy_course, tmp_path, monkeypatch):
+    if not sandbox.namespaces_available():
+        pytest.skip("kernels get an IPC namespace of their own only where root may make namespaces")
+    # The grader's own session keyring, as a login would give it (the workers, their servers and kernels inherit it)
+    assert _libc.syscall(SYS_KEYCTL, KEYCTL_JOIN_SESSION_KEYRING, f"{KEY}-grader".encode()) >= 0
+    monkeypatch.setattr(sandbox, "MAX_SLOTS", 1)  # both submissions graded by the same slot user
+
+    def seen(suffix):
+        for student, solution in (("a-leaves", LEAVES), ("b-finds", FINDS)):  # graded in this order
+            notebook = synthetic.with_cells(synthetic.solved(toy_course, "90_toy"), {"add": solution})
+            synthetic.write(notebook, tmp_path / f"{student}.ipynb")
+            toy_course.submit(student + suffix, "90_toy", tmp_path / f"{student}.ipynb")
+        toy_course.grade([f"a-leaves{suffix}", f"b-finds{suffix}"], workers=1)
+        printed = {}
+        for student in ("a-leaves", "b-finds"):
+            graded = nbformat.read(toy_course.root / "autograded" / (student + suffix) / "90_toy" / "90_toy.ipynb", 4)
+            text = "".join(o.get("text", "") for c in graded.cells for o in c.get("outputs", []))
+            printed[student] = text.split("IPC ")[1].split()[:2] + text.split("KEYS ")[1].split()[:2]
+        return printed, ipc_left_on_the_machine()
+
+    try:
+        assert seen("") == ({"a-leaves": ["True"] * 4, "b-finds": ["False"] * 4}, [])
+        # Without an IPC namespace and keyrings per kernel, the next submission finds all four, and the segment and
+        # the queue stay on the machine.
+        real = forkserver.Server.kernel_command
+        monkeypatch.setattr(forkserver.Server, "kernel_command",
+                            lambda self, spec, cmd: real(self, dict(spec, isolated=False), cmd))
+        assert seen("-again") == ({"a-leaves": ["True"] * 4, "b-finds": ["True"] * 4}, ["segment", "queue"])
+    finally:
+        ipc_left_on_the_machine()
+        _libc.syscall(SYS_KEYCTL, KEYCTL_CLEAR, SESSION_KEYRING)
