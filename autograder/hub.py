@@ -31,6 +31,7 @@ from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.exchange.default.collect import ExchangeCollect, groupby
 from nbgrader.exchange.default.submit import ExchangeSubmit
 from nbgrader.utils import ignore_patterns
+from jupyter_server.base.handlers import JupyterHandler
 from tornado import web
 
 from .collect import record_refusal
@@ -50,10 +51,11 @@ def refusal_message() -> str:
             "here afterwards.")
 
 
-class AutogradeRefused(web.RequestHandler):
+class AutogradeRefused(JupyterHandler):
     """formgrader's Autograde button, answered before nbgrader's own handler: nbgrader would first delete the
     submission's `autograded/` folder (its scores' source), then fail, since only root can confine kernels."""
 
+    @web.authenticated
     def post(self, assignment_id, student_id):
         self.set_header("Content-Type", "application/json")
         self.finish(json.dumps({"success": False, "error": refusal_message(), "log": refusal_message()}))
@@ -72,14 +74,22 @@ def _load_jupyter_server_extension(serverapp):
 
 
 class PrivateSubmit(ExchangeSubmit):
-    """nbgrader's submit, then the submission's folder and files readable by the learner and the instructors'
-    group alone (the inbound's group, which it passes on) instead of nbgrader's 0777 folder, which anyone who
-    learns its name could empty and refill."""
+    """nbgrader's submit (learners' `ExchangeFactory.submit`), leaving the submission's folder and files to the
+    learner and the instructors' group alone (the inbound's, which every file made in it takes) instead of
+    nbgrader's 0777 folder, which anyone who learns its name could empty and refill."""
+
+    def do_copy(self, src, dest, log=None):
+        """Files copied one by one: nbgrader's copytree would copy the learner's folder's mode onto the new
+        folder, dropping the group the inbound passes on to the files written in it afterwards."""
+        try:
+            _copy_plain(self, src, dest)
+        except Refused as why:
+            shutil.rmtree(dest, ignore_errors=True)
+            self.fail(f"Not submitted: {why}. Submit plain files only.")
 
     def copy_files(self):
         super().copy_files()
-        self.set_perms(os.path.join(self.inbound_path, self.assignment_filename),
-                       fileperms=0o640, dirperms=0o750)
+        self.set_perms(os.path.join(self.inbound_path, self.assignment_filename), fileperms=0o640, dirperms=0o750)
 
 
 class Refused(Exception):
@@ -160,11 +170,8 @@ class SafeCollect(ExchangeCollect):
     def do_copy(self, src, dest, log=None):
         """Regular files only, each opened without following links and checked again once open (the learner
         may change the folder between the check and the copy); `timestamp.txt` is the submission's time."""
-        owner = os.lstat(src).st_uid
-        ignore = ignore_patterns(exclude=self.coursedir.ignore, include=self.coursedir.include,
-                                 max_file_size=self.coursedir.max_file_size, log=self.log)
         try:
-            _copy_regular(src, dest, owner, ignore)
+            _copy_plain(self, src, dest)
         except Refused as why:
             shutil.rmtree(dest, ignore_errors=True)
             name = os.path.basename(src)
@@ -177,6 +184,17 @@ class SafeCollect(ExchangeCollect):
             super().copy_files()
         except Refused as why:
             self.fail(f"a submission changed while it was collected, not collected: {why}")
+
+
+def _copy_plain(exchange, src: str, dest: str) -> None:
+    """Copy the regular files and folders of `src` that belong to its owner into a new folder `dest`, within
+    nbgrader's limits and ignore list; raises Refused at anything else."""
+    limit = 1000 * exchange.coursedir.max_dir_size
+    if exchange.get_size(src) > limit:
+        raise Refused(f"larger than {limit} bytes (CourseDirectory.max_dir_size)")
+    ignore = ignore_patterns(exclude=exchange.coursedir.ignore, include=exchange.coursedir.include,
+                             max_file_size=exchange.coursedir.max_file_size, log=exchange.log)
+    _copy_regular(src, dest, os.lstat(src).st_uid, ignore)
 
 
 def _copy_regular(src: str, dest: str, owner: int, ignore) -> None:
