@@ -57,7 +57,7 @@ class AutogradeRefused(JupyterHandler):
 
     @web.authenticated
     def post(self, assignment_id, student_id):
-        self.set_header("Content-Type", "application/json")
+        # As nbgrader's handler answers: JSON as text, which formgrader's page parses itself.
         self.finish(json.dumps({"success": False, "error": refusal_message(), "log": refusal_message()}))
 
 

@@ -8,7 +8,9 @@ server that is not root cannot confine kernels); the instructor generates and re
 fetches it and reads their score and the named mistake. Every action is a click where a person clicks:
 formgrader's links (and the dialog that answers each), the Assignments panel's Fetch, Submit and Fetch Feedback
 buttons in JupyterLab; the first chapter's notebook is typed and run in JupyterLab itself, the second saved the
-way JupyterLab saves (a PUT of the notebook) and self-checked with the command.
+way JupyterLab saves (a PUT of the notebook) and self-checked with the command. On the way it checks what the
+hub keeps private (homes, the exchange's folders, submissions, the hub's database) and that Autograde on a
+graded submission leaves it graded. The hub is shared with test_hostile.py, which runs after this test.
 """
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import pwd
 import re
 import subprocess
 import time
@@ -115,9 +116,12 @@ def singleuser_server(user: str) -> tuple[int, int]:
 
 def start_as(user: str, *command) -> subprocess.Popen:
     """`command` as `user`, listening once its port is free (the killed server's socket closes a moment later)."""
+    account = pwd.getpwnam(user)
     deadline = time.monotonic() + 30
     while True:
-        process = subprocess.Popen(["runuser", "-u", user, "--", *map(str, command)], stderr=subprocess.PIPE)
+        process = subprocess.Popen(list(map(str, command)), stderr=subprocess.PIPE, user=account.pw_uid,
+                                   group=account.pw_gid, extra_groups=[], cwd=account.pw_dir,
+                                   env={"HOME": account.pw_dir, "PATH": "/usr/bin:/bin"})
         try:
             process.wait(timeout=2)
         except subprocess.TimeoutExpired:
