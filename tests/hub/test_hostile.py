@@ -23,16 +23,35 @@ from playwright.sync_api import expect
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
 
-# What mallory's page tries, in the instructor's browser: read the instructor's course folder and the hub's idea of
-# who is logged in, write a file in the instructor's home, and read the instructor's Lab through a frame.
+# What mallory's page tries, in the instructor's browser: read the instructor's Lab through a frame and a window
+# (and the XSRF token from their cookies), then with it read the instructor's course folder and the hub's idea of
+# who is logged in, and write a file in the instructor's home.
 STEALING_PAGE = """<!doctype html><title>mallory's notes</title><body><script>
 (async () => {
   const query = new URLSearchParams(location.search), teacher = query.get("teacher"), stolen = {};
+  const pause = milliseconds => new Promise(resolve => setTimeout(resolve, milliseconds));
+  // The instructor's Lab in a frame and in a window of its own; on the same origin, its cookies (the XSRF token
+  // the API wants with cookies) and its text can be read.
+  const frame = document.createElement("iframe");
+  frame.src = teacher + "/lab";
+  document.body.appendChild(frame);
+  const opened = window.open(teacher + "/lab", "_blank");
+  await pause(8000);
+  let xsrf = "";
+  for (const [name, view] of [["frame", () => frame.contentDocument], ["window", () => opened.document]]) {
+    try {
+      const page = view();
+      xsrf = xsrf || (page.cookie.match(/_xsrf=([^;]+)/) || ["", ""])[1];
+      stolen[name] = page.cookie + " " + page.body.innerText.slice(0, 500);
+    } catch (error) {
+      stolen[name] = "refused: " + error;
+    }
+  }
+  const headers = {"Content-Type": "application/json", "X-XSRFToken": decodeURIComponent(xsrf)};
   const attempts = {
-    contents: [teacher + "/api/contents/modulecraft-course/chapters", {credentials: "include"}],
-    hub: [query.get("hub") + "/hub/api/user", {credentials: "include"}],
-    write: [teacher + "/api/contents/stolen.txt", {method: "PUT", credentials: "include",
-            headers: {"Content-Type": "application/json"},
+    contents: [teacher + "/api/contents/modulecraft-course/chapters", {credentials: "include", headers}],
+    hub: [query.get("hub") + "/hub/api/user", {credentials: "include", headers}],
+    write: [teacher + "/api/contents/stolen.txt", {method: "PUT", credentials: "include", headers,
             body: JSON.stringify({type: "file", format: "text", content: "mallory was here"})}],
   };
   for (const [name, [url, init]] of Object.entries(attempts)) {
@@ -42,15 +61,6 @@ STEALING_PAGE = """<!doctype html><title>mallory's notes</title><body><script>
     } catch (error) {
       stolen[name] = "refused: " + error;
     }
-  }
-  const frame = document.createElement("iframe");
-  frame.src = teacher + "/lab";
-  document.body.appendChild(frame);
-  await new Promise(resolve => setTimeout(resolve, 5000));
-  try {
-    stolen.frame = frame.contentDocument.cookie + " " + frame.contentDocument.body.innerText.slice(0, 500);
-  } catch (error) {
-    stolen.frame = "refused: " + error;
   }
   window.stolen = stolen;
 })();
@@ -96,12 +106,14 @@ def test_a_learners_page_reads_nothing_of_the_instructors(classroom, tmp_path):
         expect(victim).to_have_title("mallory's notes")  # her page, in the instructor's browser
         victim.wait_for_function("window.stolen !== undefined", timeout=60_000)
         stolen = victim.evaluate("window.stolen")
-        victim.close()
+        for opened in teacher.context.pages:  # her page and the window it opened
+            if opened is not teacher.page:
+                opened.close()
     finally:
         impostor.kill()
         impostor.wait()
     assert "03_parameters" not in stolen["contents"] and accounts["instructor"] not in stolen["hub"], stolen
-    assert stolen["frame"].startswith("refused"), stolen
+    assert stolen["frame"].startswith("refused") and stolen["window"].startswith("refused"), stolen
     assert not (accounts.home("instructor") / "stolen.txt").exists(), stolen
 
 
