@@ -96,11 +96,11 @@ def test_a_learners_page_reads_nothing_of_the_instructors(classroom, tmp_path):
 
     page = home / "notes.html"
     run_as(mallory, "sh", "-c", f"cat > {page}", input=STEALING_PAGE)
+    teacher = classroom.person("instructor")  # logged in first: the hub notices a stopped server within ~30 s
     server_pid, port = singleuser_server(mallory)
     run_as(mallory, "kill", "-9", str(server_pid))
     impostor = start_as(mallory, PYTHON, "-c", IMPOSTOR, str(port), page)
     try:
-        teacher = classroom.person("instructor")
         victim = teacher.context.new_page()
         victim.goto(f"{hub.server_url(mallory)}/notes.html?teacher={teacher.server}&hub={hub.url}")
         expect(victim).to_have_title("mallory's notes")  # her page, in the instructor's browser
