@@ -8,6 +8,8 @@ Every file that cannot be matched is reported with the reason, and nothing is gu
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
 import zipfile
 from pathlib import Path, PurePosixPath
 
@@ -15,6 +17,21 @@ from .course import Course, check_student_id
 
 MAX_NOTEBOOK_BYTES = 50 * 2**20  # a notebook larger than this is not a course notebook (or is a zip bomb)
 IGNORED_PARTS = {"__MACOSX", ".ipynb_checkpoints"}
+REFUSALS = "collect-refusals.json"  # in the course folder: what a hub's Collect would not take, for `status`
+
+
+def record_refusal(course_root: str | os.PathLike, learner: str, chapter: str, folder: str, why: str) -> None:
+    """Remember that `folder` of the exchange's inbound was not collected (autograder.hub.SafeCollect)."""
+    path = Path(course_root) / REFUSALS
+    refused = refusals(course_root)
+    refused[folder] = {"learner": learner, "chapter": chapter, "why": why}
+    path.write_text(json.dumps(refused, indent=1, sort_keys=True))
+
+
+def refusals(course_root: str | os.PathLike) -> dict[str, dict[str, str]]:
+    """Folder name -> learner, chapter and reason, for every folder a hub's Collect refused."""
+    path = Path(course_root) / REFUSALS
+    return json.loads(path.read_text()) if path.exists() else {}
 
 
 @dataclasses.dataclass

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from nbgrader.api import MissingEntry
 
+from .collect import refusals
 from .grading import file_sha256, load_outcome
 
 # Canvas's gradebook import: these identity columns, one column per assignment, and an optional first row with
@@ -231,12 +232,15 @@ def status(course) -> str:
                 notes.append(f"  {student}/{chapter}: " + "; ".join(outcome.notes))
         lines.append(f"{chapter}: " + (", ".join(f"{n} {state}" for state, n in sorted(counts.items()))
                                        or "no students"))
+    refused = [f"  {r['learner']}/{r['chapter']}: {folder}: {r['why']}" for folder, r in refusals(course.root).items()]
     for title, entries in (("to grade (python -m autograder grade)", to_grade),
                            ("needs review (points held until a person looks; nbgrader formgrader or the gradebook)",
                             to_review),
-                           ("graded, with problems the learner should hear about", notes)):
+                           ("graded, with problems the learner should hear about", notes),
+                           ("not collected from the hub's exchange (not the named learner's own files; the folders "
+                            "stay in the inbound)", refused)):
         if entries:
             lines += ["", title + ":", *entries]
-    if not to_grade and not to_review:
+    if not to_grade and not to_review and not refused:
         lines += ["", "everything submitted is graded; nothing needs review."]
     return "\n".join(lines)

@@ -13,6 +13,9 @@
 #   MODULECRAFT_HUB_PREFIX    where scripts/hub-install.sh installed (default /opt/modulecraft-hub)
 #   MODULECRAFT_HUB_STATE     the hub's own files: database, cookie secret, per-role Jupyter config (root only)
 #   MODULECRAFT_HUB_IP, MODULECRAFT_HUB_PORT   where the hub listens (default all addresses, port 8000)
+#   MODULECRAFT_HUB_URL       the hub's address as browsers reach it, e.g. https://hub.example.edu; each user's
+#                             server is at https://<user>.hub.example.edu (wildcard DNS and certificate), an
+#                             origin of its own (default http://localhost:$MODULECRAFT_HUB_PORT: this machine only)
 #   MODULECRAFT_HUB_AUTH      pam (default: the machine's accounts and passwords) or dummy (tests: one shared
 #                             password, MODULECRAFT_HUB_DUMMY_PASSWORD; never on a reachable machine)
 import json
@@ -38,13 +41,20 @@ VENV_BIN = PREFIX / "venv" / "bin"
 
 STATE.mkdir(parents=True, exist_ok=True)
 STATE.chmod(0o711)  # the role folders below must be readable by the users' servers, nothing else
+DATABASE = STATE / "jupyterhub.sqlite"  # users, cookie ids, ports, token hashes: root's alone
+DATABASE.touch(mode=0o600)
+DATABASE.chmod(0o600)
 c.JupyterHub.ip = os.environ.get("MODULECRAFT_HUB_IP", "")
 c.JupyterHub.port = int(os.environ.get("MODULECRAFT_HUB_PORT", 8000))
+# Every user's server on an origin of its own (<user>.<hub's host>): a learner's server is the learner's program
+# (their kernel can replace it), and what it serves runs in the instructor's browser when the instructor opens it;
+# on its own origin it can read nothing of the instructor's server or of the hub.
+c.JupyterHub.subdomain_host = os.environ.get("MODULECRAFT_HUB_URL") or f"http://localhost:{c.JupyterHub.port}"
 c.JupyterHub.hub_ip = "127.0.0.1"
 c.JupyterHub.hub_port = int(os.environ.get("MODULECRAFT_HUB_API_PORT", 8081))
 c.ConfigurableHTTPProxy.command = [str(PREFIX / "proxy" / "node_modules" / ".bin" / "configurable-http-proxy")]
 c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{os.environ.get('MODULECRAFT_PROXY_API_PORT', 8001)}"
-c.JupyterHub.db_url = f"sqlite:///{STATE / 'jupyterhub.sqlite'}"
+c.JupyterHub.db_url = f"sqlite:///{DATABASE}"
 c.JupyterHub.cookie_secret_file = str(STATE / "jupyterhub_cookie_secret")
 c.JupyterHub.pid_file = str(STATE / "jupyterhub.pid")
 
@@ -55,6 +65,7 @@ if os.environ.get("MODULECRAFT_HUB_AUTH", "pam") == "dummy":
 else:
     c.JupyterHub.authenticator_class = "pam"
 c.Authenticator.allowed_users = set(INSTRUCTORS) | set(LEARNERS)
+c.Authenticator.allow_existing_users = False  # the lists decide: a name taken off them no longer logs in
 c.Authenticator.admin_users = set(INSTRUCTORS[:1])
 c.JupyterHub.load_groups = {f"formgrade-{COURSE_ID}": {"users": INSTRUCTORS},
                             f"nbgrader-{COURSE_ID}": {"users": LEARNERS}}
@@ -64,6 +75,7 @@ c.JupyterHub.spawner_class = "localprocess"
 c.Spawner.cmd = [str(VENV_BIN / "jupyterhub-singleuser")]
 c.Spawner.default_url = "/lab"
 c.Spawner.notebook_dir = "~"
+c.Spawner.disable_user_config = True  # a learner's ~/.jupyter does not configure the server the hub starts
 c.Spawner.http_timeout = 120  # a loaded machine starts a server slowly; JupyterHub waits for it
 c.Spawner.start_timeout = 180
 
@@ -86,7 +98,9 @@ EXCHANGE_LINES = [f"c.Exchange.root = {str(EXCHANGE)!r}", f"c.CourseDirectory.co
 # A submission's folder in the exchange's inbound (which nobody can list) gets a random suffix: nbgrader makes its
 # files readable by all, so its name must not be guessable from the learner's name and the time (nbgrader's
 # default; stated here so that it stays on).
-LEARNER_CONFIG = write_role_config("learner", [*EXCHANGE_LINES, "c.ExchangeSubmit.add_random_string = True"],
+# Submit leaves the folder and its files to the learner and the instructors' group (autograder.hub.PrivateSubmit).
+LEARNER_CONFIG = write_role_config("learner", [*EXCHANGE_LINES, "c.ExchangeSubmit.add_random_string = True",
+                                               "c.ExchangeFactory.submit = 'autograder.hub.PrivateSubmit'"],
                                    {"jpserver_extensions": {}}, {})
 INSTRUCTOR_CONFIG = write_role_config(
     "instructor",
@@ -94,22 +108,32 @@ INSTRUCTOR_CONFIG = write_role_config(
     # formgrader does not read from the course folder by itself.
     ["from autograder.config import nbgrader_config",
      f"c.merge(nbgrader_config({str(COURSE_ROOT)!r}, {COURSE_ID!r}))", *EXCHANGE_LINES,
-     # Stock autograding would run learners' code unconfined, as the instructor: the button says what to run.
-     "c.Autograde.sanitize_preprocessors = ['autograder.hub.SandboxedGradingOnly']"],
-    {"jpserver_extensions": {"nbgrader.server_extensions.formgrader": True,
-                             "nbgrader.server_extensions.course_list": True},
-     # JupyterLab shows formgrader (Nbgrader → Formgrader) in a frame of the instructor's own Lab; JupyterHub's
-     # default policy forbids every frame. Same-origin pages may frame it: they could script it anyway.
-     "tornado_settings": {"headers": {"Content-Security-Policy": "frame-ancestors 'self'"}}},
-    {f"@jupyter/nbgrader:{name}": False for name in ("formgrader", "course-list", "create-assignment")})
+     # Collect takes a submission only from the learner it names (autograder.hub.SafeCollect).
+     "c.ExchangeFactory.collect = 'autograder.hub.SafeCollect'"],
+    # autograder.hub answers formgrader's Autograde button (only root can confine learners' kernels) before
+    # nbgrader's handler, which would delete what was graded.
+    {"jpserver_extensions": {"autograder.hub": True, "nbgrader.server_extensions.formgrader": True,
+                             "nbgrader.server_extensions.course_list": True}},
+    # Formgrader opens in a tab of its own (/user/<instructor>/formgrader): Lab's Nbgrader → Formgrader would
+    # frame it, and JupyterHub's policy (frame-ancestors 'none') forbids every frame, which keeps it that way.
+    {f"@jupyter/nbgrader:{name}": False for name in ("course-list", "create-assignment")})
+
+
+def make_home_private(name: str) -> None:
+    """A learner's work in progress is theirs alone (useradd may make homes world-readable)."""
+    home = Path(os.path.expanduser(f"~{name}"))
+    if home.is_dir():
+        home.chmod(0o700)
+
+
+for name in [*INSTRUCTORS, *LEARNERS]:  # from the start, not only once they have logged in
+    make_home_private(name)
 
 
 def role_environment(spawner):
-    """Every home private; instructors get formgrader and the course folder; learners the Assignments panel, and a
-    self-check that grades against the chapters without solutions (`autograder.hub setup` publishes them)."""
-    home = Path(os.path.expanduser(f"~{spawner.user.name}"))
-    if home.is_dir():
-        home.chmod(0o700)  # a learner's work in progress is theirs alone (useradd may make homes world-readable)
+    """Instructors get formgrader and the course folder; learners the Assignments panel, and a self-check that
+    grades against the chapters without solutions (`autograder.hub setup` publishes them)."""
+    make_home_private(spawner.user.name)
     environment = spawner.environment
     environment["PATH"] = f"{VENV_BIN}:/usr/local/bin:/usr/bin:/bin"
     if spawner.user.name in INSTRUCTORS:

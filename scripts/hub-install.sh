@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Installs what a JupyterHub for the course needs on one machine (run as root):
-#   hub-install.sh [PREFIX]     (default /opt/modulecraft-hub)
+#   hub-install.sh [PREFIX]     (default /opt/modulecraft-hub; `make test` installs into the repository's .hub)
 # PREFIX/modulecraft  a copy of this checkout, world-readable except course/source (the hidden tests: root only)
 # PREFIX/venv         a virtualenv made from Debian's /usr/bin/python3 (an interpreter every user can run: the one
 #                     under /root cannot be run by learners), with the project, jupyterhub and nbgrader
 # PREFIX/proxy        configurable-http-proxy from npm (node_modules/.bin/configurable-http-proxy)
 # nbgrader's Lab and server extensions are installed with it; the learner-facing ones stay enabled for everyone
-# and the instructor's (formgrader, course list, create assignment) are enabled per instructor by
-# hub/jupyterhub_config.py. Re-running updates the copy and installs only what changed.
+# and the instructor's (formgrader's server extension, course list, create assignment) are enabled per instructor
+# by hub/jupyterhub_config.py; Lab's formgrader panel stays off (formgrader opens in a tab of its own).
+# Re-running updates the copy and installs only what changed.
 set -euo pipefail
 checkout=$(cd "$(dirname "$0")/.." && pwd)
 prefix=${1:-/opt/modulecraft-hub}

@@ -1,7 +1,9 @@
 """A real JupyterHub for a test: Unix accounts, the hub and its proxy on loopback, and a logged-in browser per user.
 
-The hub is the one an instructor installs (`scripts/hub-install.sh`, `hub/jupyterhub_config.py`); only its
-authenticator differs (JupyterHub's dummy one with a random password, instead of the machine's passwords).
+The hub is the one an instructor installs (`scripts/hub-install.sh`, `hub/jupyterhub_config.py`), installed under
+the repository (`.hub/`, or MODULECRAFT_HUB_PREFIX); only its authenticator differs (JupyterHub's dummy one with a
+random password, instead of the machine's passwords). Browsers reach it at http://localhost:<port>, each user's
+server at http://<user>.localhost:<port> (Chromium resolves every *.localhost name to this machine).
 Everything made here (accounts, folders, processes) is removed by `stop()`/`remove()`, by PID and by name.
 """
 from __future__ import annotations
@@ -9,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import pwd
-import re
 import secrets
 import shutil
 import signal
@@ -22,10 +23,12 @@ from pathlib import Path
 from playwright.sync_api import BrowserContext, Page, expect
 
 REPO = Path(__file__).resolve().parents[2]
-PREFIX = Path(os.environ.get("MODULECRAFT_HUB_PREFIX", "/opt/modulecraft-hub"))
+PREFIX = Path(os.environ.get("MODULECRAFT_HUB_PREFIX") or REPO / ".hub")
 PYTHON = PREFIX / "venv" / "bin" / "python"
 RUNUSER = shutil.which("runuser") or "/usr/sbin/runuser"
 SPAWN_TIMEOUT = 180_000  # milliseconds: a loaded machine starts a single-user server slowly
+COURSE_ID = "modulecraft"
+CHAPTERS = ["03_parameters", "04_buffers"]  # two small chapters graded by probes
 
 
 def free_port() -> int:
@@ -103,7 +106,11 @@ class Hub:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        """The hub as browsers reach it (its default MODULECRAFT_HUB_URL)."""
+        return f"http://localhost:{self.port}"
+
+    def server_url(self, name: str) -> str:
+        return f"http://{name}.localhost:{self.port}/user/{name}"
 
     def _wait_until_up(self, timeout: float = 90) -> None:
         deadline = time.monotonic() + timeout
@@ -111,7 +118,7 @@ class Hub:
             if self.process.poll() is not None:
                 raise RuntimeError(f"JupyterHub exited with {self.process.returncode}:\n{self.log.read_text()}")
             try:
-                with urllib.request.urlopen(f"{self.url}/hub/login", timeout=5) as response:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/hub/login", timeout=5) as response:
                     if response.status == 200:
                         return
             except OSError:
@@ -163,7 +170,7 @@ class UserSession:
 
     @property
     def server(self) -> str:
-        return f"{self.hub.url}/user/{self.name}"
+        return self.hub.server_url(self.name)
 
     def log_in(self) -> None:
         page = self.page
@@ -178,22 +185,27 @@ class UserSession:
     def _xsrf(self) -> str:
         return next(c["value"] for c in self.context.cookies(self.server + "/") if c["name"] == "_xsrf")
 
+    def _fetch(self, method: str, path: str, data=None):
+        """A request as the page's own scripts send it (the session's cookies, the XSRF header), from the
+        person's page, which is on their server's origin (Playwright's own requests resolve names with the
+        system, which knows no <user>.localhost)."""
+        assert self.page.url.startswith(self.server), f"{self.name}'s page is at {self.page.url}"
+        status, text = self.page.evaluate(
+            """async ([method, url, body, xsrf]) => {
+                const response = await fetch(url, {method, body, headers: {"X-XSRFToken": xsrf}});
+                return [response.status, await response.text()];
+            }""", [method, f"{self.server}/{path}", None if data is None else json.dumps(data), self._xsrf()])
+        assert 200 <= status < 300, f"{method} {path}: {status} {text[:500]}"
+        return json.loads(text) if text else None
+
     def get(self, path: str):
-        response = self.page.request.get(f"{self.server}/{path}")
-        assert response.ok, f"GET {path}: {response.status} {response.text()[:500]}"
-        return response.json()
+        return self._fetch("GET", path)
 
     def post(self, path: str, data=None):
-        """A POST as the page's own scripts send it (the session's cookies and the XSRF header)."""
-        response = self.page.request.post(f"{self.server}/{path}", headers={"X-XSRFToken": self._xsrf()},
-                                          data=json.dumps(data) if data is not None else None)
-        assert response.ok, f"POST {path}: {response.status} {response.text()[:500]}"
-        return response.json()
+        return self._fetch("POST", path, data)
 
     def put(self, path: str, data) -> None:
-        response = self.page.request.put(f"{self.server}/{path}", headers={"X-XSRFToken": self._xsrf()},
-                                         data=json.dumps(data))
-        assert response.ok, f"PUT {path}: {response.status} {response.text()[:500]}"
+        self._fetch("PUT", path, data)
 
     # What JupyterLab's notebook driver (tests/browser/jupyterlab_driver.Notebook) needs of a server.
     def page_url(self, path: str) -> str:
@@ -215,15 +227,8 @@ class Formgrader:
     def __init__(self, session: UserSession):
         self.session, self.page = session, session.page
 
-    def open_in_lab(self) -> None:
-        """Nbgrader → Formgrader in JupyterLab: formgrader in a frame of the Lab, at Manage Assignments."""
-        self.page.goto(f"{self.session.server}/lab")
-        self.page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader").click()
-        self.page.locator(".lm-Menu-itemLabel", has_text=re.compile("^Formgrader$")).click()
-        framed = self.page.frame_locator("#formgrader-iframe iframe")
-        expect(framed.locator("#main-table")).to_be_visible(timeout=ACTION_TIMEOUT)
-
     def open_assignments(self) -> None:
+        """Formgrader in a tab of its own, at Manage Assignments (the guide's address)."""
         self.page.goto(f"{self.session.server}/formgrader/manage_assignments")
         expect(self.page.locator("#main-table")).to_be_visible()
 

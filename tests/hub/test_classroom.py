@@ -8,7 +8,9 @@ server that is not root cannot confine kernels); the instructor generates and re
 fetches it and reads their score and the named mistake. Every action is a click where a person clicks:
 formgrader's links (and the dialog that answers each), the Assignments panel's Fetch, Submit and Fetch Feedback
 buttons in JupyterLab; the first chapter's notebook is typed and run in JupyterLab itself, the second saved the
-way JupyterLab saves (a PUT of the notebook) and self-checked with the command.
+way JupyterLab saves (a PUT of the notebook) and self-checked with the command. On the way it checks what the
+hub keeps private (homes, the exchange's folders, submissions, the hub's database) and that Autograde on a
+graded submission leaves it graded. The hub is shared with test_hostile.py, which runs after this test.
 """
 from __future__ import annotations
 
@@ -16,13 +18,11 @@ import csv
 import importlib.util
 import json
 import re
-import shutil
-import tempfile
 from pathlib import Path
 
 import nbformat
 import pytest
-from hub_driver import PREFIX, PYTHON, REPO, Accounts, AssignmentList, Formgrader, Hub, UserSession, pid_alive, run_as
+from hub_driver import CHAPTERS, COURSE_ID, PREFIX, PYTHON, REPO, Accounts, AssignmentList, Formgrader, UserSession, run_as
 from jupyterlab_driver import Notebook
 from nbgrader.api import Gradebook
 from playwright.sync_api import expect
@@ -30,9 +30,6 @@ from solutions import solutions
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(900)]
 
-COURSE_ID = "modulecraft"
-# Two small chapters graded by probes (00 and 01 are not converted to probes yet: their self-check cannot grade).
-CHAPTERS = ["03_parameters", "04_buffers"]
 MISTAKE_CHAPTER = "03_parameters"
 
 
@@ -59,40 +56,23 @@ def answers(chapter: str, released: nbformat.NotebookNode, with_mistake: bool) -
     return typed
 
 
-@pytest.fixture
-def classroom(hub_install):
-    base = Path(tempfile.mkdtemp(prefix="modulecraft-hub-", dir="/var/tmp"))
-    base.chmod(0o755)  # the exchange inside must be reachable by every account
-    accounts = Accounts("instructor", "alice", "bob")
-    hub = None
-    try:
-        course_root = accounts.home("instructor") / "modulecraft-course"
-        exchange, selfcheck = base / "exchange", base / "selfcheck"
-        run_as(None, PYTHON, "-m", "autograder.hub", "setup", "--course-root", course_root, "--owner",
-               accounts["instructor"], "--exchange", exchange, "--selfcheck-source", selfcheck, "--chapters", *CHAPTERS)
-        hub = Hub(base, [accounts["instructor"]], [accounts["alice"], accounts["bob"]], course_root, exchange,
-                  selfcheck)
-        yield accounts, hub, course_root, exchange
-    finally:
-        if hub is not None:
-            hub.stop()
-        leftovers = {name: accounts.describe(pids) for name, pids in accounts.processes().items()}
-        accounts.remove()
-        shutil.rmtree(base, ignore_errors=True)
-    assert hub.process.poll() is not None and not any(pid_alive(pid) for pid in hub.proxy_pids())
-    assert not any(leftovers.values()), f"processes left running after the hub stopped: {leftovers}"
+def test_release_submit_grade_feedback(classroom):
+    accounts, hub, course_root, exchange = classroom.accounts, classroom.hub, classroom.course_root, classroom.exchange
+    # Before anyone logs in: every home private, the exchange's course folders the instructor's (a learner cannot
+    # make them first and block releases), the hub's database root's alone.
+    for role in ("instructor", "alice", "bob", "mallory"):
+        assert accounts.home(role).stat().st_mode & 0o777 == 0o700, role
+    instructor_uid = accounts.home("instructor").stat().st_uid
+    for folder, mode in [("", 0o755), ("outbound", 0o755), ("inbound", 0o3733), ("feedback", 0o711)]:
+        info = (exchange / COURSE_ID / folder).lstat()
+        assert (info.st_uid, info.st_mode & 0o7777) == (instructor_uid, mode), (folder, oct(info.st_mode))
+    assert (hub.state / "jupyterhub.sqlite").stat().st_mode & 0o777 == 0o600
 
-
-def test_release_submit_grade_feedback(classroom, browser_context):
-    accounts, hub, course_root, exchange = classroom
-    people = {role: UserSession(browser_context(), hub, accounts[role]) for role in ("instructor", "alice", "bob")}
-    for person in people.values():
-        person.log_in()
+    people = {role: classroom.person(role) for role in ("instructor", "alice", "bob")}
     teacher, learners = people["instructor"], {"alice": people["alice"], "bob": people["bob"]}
 
-    # The instructor: formgrader lists the course's chapters; Generate and Release for two of them.
+    # The instructor: formgrader (in a tab of its own) lists the course's chapters; Generate and Release two.
     formgrader = Formgrader(teacher)
-    formgrader.open_in_lab()  # where the guide sends an instructor; then its page alone, as the links open it
     formgrader.open_assignments()
     for chapter in CHAPTERS:
         expect(formgrader.assignment_row(chapter)).to_be_visible(timeout=60_000)
@@ -124,6 +104,11 @@ def test_release_submit_grade_feedback(classroom, browser_context):
     assert "autograder.hub grade --course-root" in refused, refused
     graded = run_as(None, PYTHON, "-m", "autograder.hub", "grade", "--course-root", course_root, check=False)
     assert graded.returncode == 0, graded.stdout + graded.stderr
+    # Autograde on a graded submission: refused before nbgrader would delete what was graded.
+    autograded = course_root / "autograded" / accounts["alice"] / MISTAKE_CHAPTER / f"{MISTAKE_CHAPTER}.ipynb"
+    before = autograded.read_bytes()
+    formgrader.autograde(MISTAKE_CHAPTER, accounts["alice"])
+    assert autograded.read_bytes() == before
     formgrader.open_assignments()
     for chapter in CHAPTERS:
         formgrader.click(chapter, "generate-feedback")
@@ -152,15 +137,19 @@ def test_release_submit_grade_feedback(classroom, browser_context):
     # What a learner cannot read: another's work, submission and feedback, the hidden tests, the gradebook.
     bob = accounts["bob"]
     inbound = exchange / COURSE_ID / "inbound"
-    # nbgrader makes a submission's files readable by all; what hides them is an inbound nobody can list and a
-    # folder name with a random part (student+chapter+time+random), which cannot be guessed.
+    # A submission is hidden by an inbound nobody can list and a folder name with a random part
+    # (student+chapter+time+random), and closed: its folder and files are its learner's and the instructors' group's
+    # alone (nbgrader would make the folder 0777 and the files readable by all).
     alice_submission = next(p for p in inbound.iterdir() if p.name.startswith(f"{accounts['alice']}+"))
     assert len(alice_submission.name.split("+")) == 4, alice_submission.name
+    replaced = run_as(bob, "touch", alice_submission / "replaced", check=False)
+    assert replaced.returncode != 0 and "Permission denied" in replaced.stderr, replaced
     for forbidden in [accounts.home("alice") / MISTAKE_CHAPTER / f"{MISTAKE_CHAPTER}.ipynb", inbound,
+                      alice_submission / f"{MISTAKE_CHAPTER}.ipynb",
                       exchange / COURSE_ID / "feedback",
                       course_root / "chapters" / MISTAKE_CHAPTER / f"{MISTAKE_CHAPTER}.ipynb",
                       PREFIX / "modulecraft" / "course" / "source" / MISTAKE_CHAPTER / f"{MISTAKE_CHAPTER}.ipynb",
-                      course_root / "gradebook.db"]:
+                      course_root / "gradebook.db", hub.state / "jupyterhub.sqlite"]:
         denied = run_as(bob, "cat" if forbidden.suffix else "ls", forbidden, check=False)
         assert denied.returncode != 0 and "Permission denied" in denied.stderr, (forbidden, denied)
 
