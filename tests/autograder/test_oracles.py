@@ -75,6 +75,19 @@ def mm_gradients(grad, a, b, first, second):
     a, b = (torch.tensor(np.array(m), requires_grad=True) for m in (a, b))
     (a @ b).backward(torch.tensor(np.array(grad)))
     return (a.grad.numpy() if first else None), (b.grad.numpy() if second else None)
+
+
+def validate_outputs(node, grad_inputs):  # the engine's check: torch reduces, or refuses
+    grads = list(grad_inputs)
+    for index, ((following, output_nr), grad) in enumerate(zip(node.next_functions, grads)):
+        shape = None if following is None or grad is None else following.gradient_shape(output_nr)
+        if shape is not None:
+            try:
+                grads[index] = unbroadcast(grad, shape)
+            except RuntimeError:
+                raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {index} - got "
+                                   f"{list(np.shape(grad))} but expected shape compatible with {list(shape)}")
+    return tuple(grads)
 """,
     },
     "11_backward_hooks": {  # a sibling: the optimizer's zero_grad, on the module's parameters
