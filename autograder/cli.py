@@ -127,7 +127,7 @@ def cmd_check(args) -> int:
     from .selfcheck import check_notebook
     result = check_notebook(args.notebook, args.chapter)
     print(result.render())
-    return 0 if result.score == result.max_score and not result.problems else 1
+    return 0 if result.passed else 1
 
 
 COMMANDS = {"release": cmd_release, "collect": cmd_collect, "grade": cmd_grade, "feedback": cmd_feedback,

@@ -66,6 +66,7 @@ class TestResult:
     score: float
     max_score: float
     feedback: str
+    passed: bool  # no failure, whatever the points (a 0-point prediction fails too)
 
 
 @dataclasses.dataclass
@@ -84,6 +85,10 @@ class CheckResult:
     def max_score(self) -> float:
         return sum(t.max_score for t in self.tests)
 
+    @property
+    def passed(self) -> bool:
+        return all(t.passed for t in self.tests) and not self.problems
+
     def render(self) -> str:
         saved = datetime.fromtimestamp(self.notebook.stat().st_mtime).strftime("%H:%M:%S")
         width = max([len(t.grade_id) for t in self.tests] + [10])
@@ -94,6 +99,9 @@ class CheckResult:
             lines += [head + first, *(" " * len(head) + line for line in rest)]
         lines += [f"  ! {problem}" for problem in self.problems]
         lines += [f"  - {note}" for note in self.notes]
+        failed = sum(not t.passed for t in self.tests)
+        if failed:  # 0-point predictions included: the total alone would not show them
+            lines.append(f"{failed} of {len(self.tests)} test cells fail: each says why above.")
         lines.append(f"Total: {self.score:g}/{self.max_score:g}")
         return "\n".join(lines)
 
@@ -143,9 +151,13 @@ def _test_results(course, chapter: str) -> list[TestResult]:
         if errors:
             feedback[grade_id] = error_line(errors[0]["ename"], errors[0]["evalue"])
     order += [grade_id for grade_id in scores if grade_id not in order]
-    return [TestResult(grade_id, *scores[grade_id],
-                       "ok" if scores[grade_id][0] == scores[grade_id][1] else feedback.get(grade_id, "not run"))
-            for grade_id in order]
+    results = []
+    for grade_id in order:
+        score, max_score = scores[grade_id]
+        passed = grade_id not in feedback and score == max_score
+        results.append(TestResult(grade_id, score, max_score,
+                                  "ok" if passed else feedback.get(grade_id, "not run"), passed))
+    return results
 
 
 def cache_folder(source: Path) -> Path:

@@ -90,3 +90,34 @@ def test_a_changed_chapter_is_checked_against_its_new_version(learner, tmp_path)
     result = check_notebook(notebook, source=source)
     assert (result.score, result.max_score) == (5, 6)  # the learner's copy lacks the new test cell
     assert "test cell 'test_add_zero' was deleted" in " ".join(result.problems)
+
+
+def test_every_failure_reads_as_one_and_names_the_exercise_it_comes_from(tmp_path, monkeypatch):
+    """Chapter 1 with a blank prediction (0 points visible), a blank class and a blank module_init that call_impl's
+    correct code runs into while graded (BUILDS_ON)."""
+    from autograder.course import Course
+
+    monkeypatch.setenv("MODULECRAFT_SELFCHECK_CACHE", str(tmp_path / "cache"))
+    chapter = "01_init_and_call"
+    course = Course(tmp_path / "grading", source=config.COURSE_SOURCE)
+    course.release([chapter])
+    blank_cells = {cell.metadata["nbgrader"]["grade_id"]: cell.source for cell in synthetic.blank(course, chapter).cells
+                   if cell.metadata.get("nbgrader", {}).get("solution")}
+    notebook = tmp_path / f"{chapter}.ipynb"
+    synthetic.write(synthetic.with_cells(synthetic.solved(course, chapter), {
+        grade_id: blank_cells[grade_id] for grade_id in ("c01_predict_hooks", "c01_fixed_pipeline", "c01_module_init")
+    }), notebook)
+
+    result = check_notebook(notebook)
+    tests = {test.grade_id: test for test in result.tests}
+    assert tests["c01_predict_hooks_visible"].max_score == 0 and not tests["c01_predict_hooks_visible"].passed
+    assert tests["c01_predict_hooks_visible"].feedback != "ok"
+    assert not result.passed and "test cells fail" in result.render()
+    assert tests["c01_forward_unimplemented_visible"].passed  # builds on nothing blank
+    not_written = "NotImplementedError: not written yet"
+    for grade_id in ("c01_fixed_pipeline_visible", "c01_module_init_visible", "c01_predict_hooks_hidden"):
+        assert not_written in tests[grade_id].feedback, tests[grade_id].feedback
+        assert "is not defined" not in tests[grade_id].feedback and "Raised in" not in tests[grade_id].feedback
+    for grade_id in ("c01_call_impl_visible", "c01_call_impl_hidden"):
+        assert "Raised in your `module_init`, Exercise 1 (`module_init`)" in tests[grade_id].feedback, \
+            tests[grade_id].feedback
