@@ -4,12 +4,13 @@ import hashlib
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from autograder import config, synthetic
+from autograder import config, selfcheck, synthetic
 from autograder.selfcheck import check_my_work, check_notebook, find_my_notebook
 
 TOY_CHAPTERS = Path(__file__).parent / "chapters"
@@ -24,7 +25,8 @@ def learner(toy_course, tmp_path, monkeypatch):
     monkeypatch.setenv("MODULECRAFT_COURSE_SOURCE", str(TOY_CHAPTERS))
     workspace = tmp_path / "workspace" / "90_toy"
     workspace.mkdir(parents=True)
-    return toy_course, workspace / "90_toy.ipynb"
+    yield toy_course, workspace / "90_toy.ipynb"
+    selfcheck.stop_server()  # the check server these settings started, if any
 
 
 def digest(path):
@@ -121,3 +123,30 @@ def test_every_failure_reads_as_one_and_names_the_exercise_it_comes_from(tmp_pat
     for grade_id in ("c01_call_impl_visible", "c01_call_impl_hidden"):
         assert "Raised in your `module_init`, Exercise 1 (`module_init`)" in tests[grade_id].feedback, \
             tests[grade_id].feedback
+
+
+def test_checks_reuse_the_learners_warm_server_which_ends_with_jupyter(learner, monkeypatch):
+    course, notebook = learner
+    synthetic.write(synthetic.solved(course, "90_toy"), notebook)
+    jupyter = subprocess.Popen(["sleep", "600"])  # stands for the learner's Jupyter server (the kernel's parent)
+    monkeypatch.setenv("JPY_PARENT_PID", str(jupyter.pid))
+    starts, said = [], []
+    popen = selfcheck.subprocess.Popen
+    monkeypatch.setattr(selfcheck.subprocess, "Popen", lambda *a, **k: starts.append(a) or popen(*a, **k))
+    try:
+        assert selfcheck.ask_server(notebook, None, said.append)[0] == 0
+        assert len(starts) == 1 and any("running cell 1 of" in text for text in said), said
+        synthetic.write(synthetic.with_cells(synthetic.solved(course, "90_toy"), {"scale": IN_PLACE_SCALE}), notebook)
+        code, report = selfcheck.ask_server(notebook, None, said.append)
+        assert (code, len(starts)) == (1, 1) and "Total: 2/5" in report  # the same server, the notebook as saved now
+    finally:
+        jupyter.kill()
+        jupyter.wait()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # the server ends with Jupyter: nothing of the learner's keeps running
+        try:
+            selfcheck._connect(start=False).close()
+        except ConnectionRefusedError:
+            return
+        time.sleep(0.1)
+    pytest.fail("the check server outlived the Jupyter server that started it")
