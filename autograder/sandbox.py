@@ -281,7 +281,7 @@ class Sandbox:
             if namespaces_available():
                 spec["mounts"] = self._mounts()
         server = kernel_server()
-        self.server_pid = server.process.pid  # the kernel is the only process under it besides its keeper
+        self.server_pid = server.process.pid  # under it, only this kernel runs (its keeper and the servers wait)
         return server.kernel_command(spec, kernel_cmd)
 
     def cpu_seconds(self) -> float:
@@ -526,7 +526,7 @@ def kernel_server() -> forkserver.Server:
     grading worker starts its own: a server serves one kernel at a time). A worker calls it as it is prepared:
     the server imports while the worker gets on."""
     server = _servers.pop(kernel_modulecraft, None)
-    if server is None or server.pid != os.getpid() or server.process.poll() is not None:
+    if server is None or not server.alive():
         namespaces = running_as_root() and namespaces_available()
         if namespaces:
             share_state_dir()  # before the server's mount namespace is made: it must receive the kernels' folders

@@ -77,8 +77,11 @@ def ask_server(notebook: Path, chapter: str | None, progress=None) -> tuple[int,
                         return message["code"], message["report"]
         except ConnectionResetError:
             pass
+        except ConnectionRefusedError:  # no server listened within SERVER_START seconds
+            break
         # no report: the server found the grader's code changed and ended; the next one starts with the new code
-    return 2, "The self-check could not run: its server ended twice. Run `python -m autograder check <notebook>`.\n"
+    return 2, (f"The self-check's server did not answer. In a terminal, `python -m autograder check {notebook}` "
+               "checks without it and says what goes wrong.\n")
 
 
 def stop_server() -> None:

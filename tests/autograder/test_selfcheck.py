@@ -19,13 +19,20 @@ IN_PLACE_SCALE = "def scale(x, factor):\n    x = np.asarray(x)\n    x *= factor\
 pytestmark = pytest.mark.slow
 
 
+@pytest.fixture(scope="module")
+def released(tmp_path_factory, make_toy_course):
+    """The toy chapters released once for the module: learners' notebooks are made from them (each check grades
+    in a cache of its own)."""
+    return make_toy_course(tmp_path_factory.mktemp("released") / "grading")
+
+
 @pytest.fixture
-def learner(toy_course, tmp_path, monkeypatch):
+def learner(released, short_limits, tmp_path, monkeypatch):
     monkeypatch.setenv("MODULECRAFT_SELFCHECK_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("MODULECRAFT_COURSE_SOURCE", str(TOY_CHAPTERS))
     workspace = tmp_path / "workspace" / "90_toy"
     workspace.mkdir(parents=True)
-    yield toy_course, workspace / "90_toy.ipynb"
+    yield released, workspace / "90_toy.ipynb"
     selfcheck.stop_server()  # the check server these settings started, if any
 
 

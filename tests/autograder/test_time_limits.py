@@ -30,6 +30,12 @@ while time.monotonic() < stop:
     pass"""
 
 
+@pytest.fixture(scope="module")
+def course(tmp_path_factory, short_limits, make_toy_course):
+    """One release of the toy chapters for the module; each test grades a student of its own."""
+    return make_toy_course(tmp_path_factory.mktemp("limits") / "grading")
+
+
 @pytest.fixture
 def loaded_cpu(monkeypatch):
     """A CPU kept busy by HOGS processes at this process's niceness (the kernel's too); the wall-clock backstop far."""
@@ -45,15 +51,15 @@ def loaded_cpu(monkeypatch):
             hog.wait()
 
 
-def test_honest_work_beside_cpu_hogs_scores_full_points(toy_course, tmp_path, loaded_cpu):
+def test_honest_work_beside_cpu_hogs_scores_full_points(course, tmp_path, loaded_cpu):
     notebook = tmp_path / "honest.ipynb"
     honest = HONEST_ADD.replace("[CPU]", f"[{loaded_cpu}]")
-    synthetic.write(synthetic.with_cells(synthetic.solved(toy_course, "90_toy"), {"add": honest}), notebook)
-    toy_course.submit("honest", "90_toy", notebook)
-    report = toy_course.grade()
+    synthetic.write(synthetic.with_cells(synthetic.solved(course, "90_toy"), {"add": honest}), notebook)
+    course.submit("honest", "90_toy", notebook)
+    report = course.grade("honest")
     outcome = report.outcome("honest", "90_toy")
     assert (outcome.score, outcome.status, outcome.needs_review, outcome.notes) == (5, "graded", [], []), outcome
-    graded = nbformat.read(toy_course.root / "autograded" / "honest" / "90_toy" / "90_toy.ipynb", as_version=4)
+    graded = nbformat.read(course.root / "autograded" / "honest" / "90_toy" / "90_toy.ipynb", as_version=4)
     printed = "".join(output.get("text", "") for cell in graded.cells for output in cell.get("outputs", []))
     wall = float(printed.split("wall-clock ")[1].split(" s")[0])
     assert wall > CPU_LIMIT, f"the hogs did not slow the cell down ({wall} s): this test shows nothing"
@@ -65,14 +71,14 @@ def test_a_kernel_has_its_own_start_up_time_limit_not_a_cells(tmp_path, monkeypa
     assert config.nbgrader_config(tmp_path).Execute.startup_timeout == config.KERNEL_STARTUP_TIMEOUT >= 60
 
 
-def test_a_cell_that_computes_past_the_cpu_limit_is_interrupted(toy_course, tmp_path, monkeypatch):
+def test_a_cell_that_computes_past_the_cpu_limit_is_interrupted(course, tmp_path, monkeypatch):
     monkeypatch.setattr(config, "CELL_TIMEOUT", CPU_LIMIT)
     monkeypatch.setattr(config, "WALL_CLOCK_BACKSTOP", 100)
     notebook = tmp_path / "loop.ipynb"
-    synthetic.write(synthetic.with_cells(synthetic.solved(toy_course, "90_toy"),
-                                         {"add": "while True:\n    pass"}), notebook)
-    toy_course.submit("loop", "90_toy", notebook)
+    synthetic.write(synthetic.with_cells(synthetic.solved(course, "90_toy"), {"add": "while True:\n    pass"}),
+                    notebook)
+    course.submit("loop", "90_toy", notebook)
     started = time.monotonic()
-    outcome = toy_course.grade().outcome("loop", "90_toy")
+    outcome = course.grade("loop").outcome("loop", "90_toy")
     assert outcome.status == "needs review" and f"{CPU_LIMIT} s of CPU time" in "; ".join(outcome.needs_review)
     assert time.monotonic() - started < config.cell_wall_timeout()  # twice cut by the CPU limit, not the backstop
