@@ -110,7 +110,6 @@ def serve_base(listener: socket.socket) -> None:
                     os._exit(0)
             for fd in fds:
                 os.close(fd)
-            connection.send(b"ok")
 
 
 def serve(listener: socket.socket) -> None:
@@ -365,12 +364,12 @@ class Base:
 
     def fork_server(self, modulecraft, listener: socket.socket, control: socket.socket) -> None:
         """Have a server forked for kernels importing `modulecraft`'s folder (None: the installed one), serving on
-        `listener` while `control` stays open."""
+        `listener` while `control` stays open. Not waited for: the base may still be importing, and this process
+        gets on meanwhile (a kernel's stub waits in the listener's queue)."""
         with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as connection:
             connection.connect(abstract(self.name))
             request = json.dumps({"modulecraft": str(modulecraft) if modulecraft is not None else None}).encode()
             socket.send_fds(connection, [request], [listener.fileno(), control.fileno()])
-            connection.recv(16)
 
     def alive(self) -> bool:
         return os.getpid() == self.pid and self.process.poll() is None

@@ -64,7 +64,7 @@ def main() -> int:
     finally:
         selfcheck.stop_server()
     verdict = "under" if slowest < TARGET else "OVER"
-    print(f"slowest warm check: {slowest:.2f} s, {verdict} the {TARGET:g} s target (quiet machine)")
+    print(f"slowest warm check: {slowest:.2f} s, {verdict} the {TARGET:g} s target (set for a quiet machine)")
     return 0
 
 
