@@ -38,11 +38,14 @@ setup-test: $(VENV)/.installed-test
 hub:
 	bash scripts/hub-install.sh $(HUB_PREFIX)
 
-# Stamps are rebuilt whenever pyproject.toml or the install script changes.
+# Stamps are rebuilt whenever pyproject.toml or the install script changes. An interpreter older than pyproject's
+# requires-python is refused first, in seconds, before pip downloads anything.
 $(VENV)/.installed-runtime: pyproject.toml scripts/install.sh
+	@bash scripts/check-python.sh $(VENV) $(PYTHON)
 	PYTHON=$(PYTHON) bash scripts/install.sh $(VENV) runtime
 	@touch $@
 
 $(VENV)/.installed-test: pyproject.toml scripts/install.sh
+	@bash scripts/check-python.sh $(VENV) $(PYTHON)
 	PYTHON=$(PYTHON) bash scripts/install.sh $(VENV) test
 	@touch $@ $(VENV)/.installed-runtime

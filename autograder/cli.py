@@ -58,8 +58,9 @@ def main(argv=None) -> int:
     command("status", "what was graded, and what needs a manual look and why")
 
     p = command("check", "grade a copy of your notebook against the hidden tests (learners)", with_root=False)
-    p.add_argument("notebook", type=Path)
+    p.add_argument("notebook", type=Path, nargs="?")
     p.add_argument("--chapter", help="default: the notebook's file name")
+    p.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # the check server (autograder.selfcheck)
 
     args = parser.parse_args(argv)
     try:
@@ -128,10 +129,21 @@ def cmd_status(args) -> int:
 
 
 def cmd_check(args) -> int:
-    from .selfcheck import check_notebook
-    result = check_notebook(args.notebook, args.chapter)
+    from . import selfcheck
+    if args.serve:
+        selfcheck.serve()
+        return 0
+    if args.notebook is None:
+        raise ValueError("name the notebook to check: python -m autograder check <notebook.ipynb>")
+
+    def progress(text: str) -> None:  # one line, rewritten in place, in a terminal only
+        if sys.stderr.isatty():
+            print(f"\r{text[:100]:<100}\r", end="", file=sys.stderr, flush=True)
+
+    result = selfcheck.check_notebook(args.notebook, args.chapter, progress=progress)
+    progress("")
     print(result.render())
-    return 0 if result.score == result.max_score and not result.problems else 1
+    return 0 if result.passed else 1
 
 
 COMMANDS = {"release": cmd_release, "collect": cmd_collect, "grade": cmd_grade, "feedback": cmd_feedback,

@@ -15,11 +15,26 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 # The chapters with solutions and hidden tests; tests point it at their own chapters.
 COURSE_SOURCE = Path(os.environ.get("MODULECRAFT_COURSE_SOURCE") or REPO_ROOT / "course" / "source")
 
-# Per-cell wall-clock limit. The chapters' cells run in well under a second; the headroom absorbs a loaded
-# machine, where nbgrader's default of 30 s turned correct work into timeouts (see the shared nbgrader notes).
+# Per-cell limit in seconds of the kernel's CPU time (its processes together): a machine loaded by other work
+# slows a cell down in wall-clock time, not in CPU time, so load never times honest work out. The chapters' cells
+# run in well under a second.
 CELL_TIMEOUT = int(os.environ.get("MODULECRAFT_CELL_TIMEOUT", 60))
-# Whole-notebook wall-clock limit, enforced by our grader (nbclient only knows per-cell timeouts).
+# Whole-notebook limit in seconds of the kernel's CPU time (RLIMIT_CPU).
 NOTEBOOK_TIMEOUT = int(os.environ.get("MODULECRAFT_NOTEBOOK_TIMEOUT", 300))
+# The wall-clock backstops, for what waits rather than computes (sleep, input(), a lock): this many times the CPU
+# limits above, enforced by our grader (nbclient's timeout for a cell, a watchdog for the notebook).
+WALL_CLOCK_BACKSTOP = 5
+# A kernel's start-up, in wall-clock time: a limit of its own (a loaded machine starts kernels slowly), never a
+# cell's, whose CPU seconds say nothing of it.
+KERNEL_STARTUP_TIMEOUT = int(os.environ.get("MODULECRAFT_KERNEL_STARTUP_TIMEOUT", 120))
+
+
+def cell_wall_timeout() -> int:
+    return CELL_TIMEOUT * WALL_CLOCK_BACKSTOP
+
+
+def notebook_wall_timeout() -> int:
+    return NOTEBOOK_TIMEOUT * WALL_CLOCK_BACKSTOP
 CODE_STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
 
 # Set in every grading kernel: the chapters' last cell calls check_my_work(), which must not recurse into grading.
@@ -42,9 +57,9 @@ def nbgrader_config(root: str | os.PathLike, course_id: str = COURSE_ID) -> Conf
     c.CourseDirectory.course_id = course_id
     c.Exchange.root = str(Path(root).resolve() / "exchange")
     c.ClearSolutions.code_stub = {"python": CODE_STUB}
-    c.Execute.timeout = CELL_TIMEOUT
+    c.Execute.timeout = cell_wall_timeout()  # our grader's Execute adds the CPU limit (`sandbox.ConfinedExecute`)
     c.Execute.interrupt_on_timeout = True
-    c.Execute.startup_timeout = CELL_TIMEOUT
+    c.Execute.startup_timeout = KERNEL_STARTUP_TIMEOUT
     c.Execute.extra_arguments = ["--IPKernelApp.log_level=ERROR", GRADING_KERNEL_ARGUMENT, PLAIN_TRACEBACKS]
     c.NbGraderAPI.log_level = "WARN"
     # Feedback: the hidden tests' lines removed from the cells, test cells' errors (their verdicts) shown as

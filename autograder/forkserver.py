@@ -11,6 +11,13 @@ server builds each kernel's view of the file system in its mount namespace befor
 it down after the kernel, one kernel at a time; what every kernel's view shares (the libraries it may import) is
 made once, as the server starts.
 
+Each chapter's kernels import their own stripped modulecraft (`answer_key`), so a grading process keeps a server
+per chapter it grades. What does not depend on the chapter (ipykernel, numpy, matplotlib: most of the import time)
+is imported once per grading process, by a base server started in the namespaces; a chapter's server is a fork of
+it that imports that chapter's modulecraft and the probes, in a fraction of the time a fresh process takes.
+
+    grading process --listener, control--> base --fork--> server (one chapter)
+
 jupyter_client still launches and manages one ordinary process per kernel: a stub (this file run as a script,
 without site-packages, so it starts in milliseconds) that hands the server its request and its stdio, relays
 the signals it gets to the kernel, and exits with the kernel's status. Killing the stub kills the kernel.
@@ -46,6 +53,7 @@ PRELOAD = ("ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.zmqshell", "i
            "tornado.platform.asyncio", "cProfile", "faulthandler", "numpy", "modulecraft.nn", "modulecraft.checks",
            "modulecraft.viz", "ipywidgets", "matplotlib.figure", "matplotlib.backends.backend_agg",
            "autograder.probes", "autograder.selfcheck")
+CHAPTER_PRELOAD = ("modulecraft", "autograder.probes", "autograder.selfcheck")  # a chapter's server imports these
 # ipykernel sets it in every kernel (unless set); matplotlib reads it once, when it is imported (by the server)
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
 # The server's start in its own namespaces (root only), without new privileges (nor do kernels gain any).
@@ -90,22 +98,52 @@ def stub(server_name: str, spec: str, kernel_args: list[str]) -> int:
     return int(status) if status else 1
 
 
-# -- the server ----------------------------------------------------------------------------------------------
-def serve(listener: socket.socket, view: list[list[str]]) -> None:
-    """Make `view` (mounts every kernel of this server shares), import what kernels need, then serve one kernel at
-    a time until the grading process closes stdin (it ended)."""
-    Mounter().make(view)  # kept as long as the server (its own mount namespace) lives
-    mounter = Mounter()
+# -- the base and the servers --------------------------------------------------------------------------------
+def serve_base(listener: socket.socket, view: list[list[str]]) -> None:
+    """Make `view` (the mounts every kernel shares, `libraries.mounts`, in the mount namespace the servers forked
+    from the base share), import what every chapter's kernels need but modulecraft, then fork a server for each
+    chapter the grading process asks for (its listener and control socket come with the request), until the
+    grading process closes stdin (it ended)."""
+    Mounter().make(view)  # kept as long as the base (its own mount namespace) lives
     sys.modules["debugpy"] = None  # ipykernel starts without its debugger
     os.environ.setdefault("MPLBACKEND", INLINE_BACKEND)
     for module in PRELOAD:
-        __import__(module)
-    _import_every_probe()
+        if not module.startswith(CHAPTER_PRELOAD):
+            __import__(module)
     _format_a_traceback()
     _flush_only_what_was_written()
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children (and, as PID 1, orphans) vanish: no zombies
+    while True:
+        ready, _, _ = select.select([listener, sys.stdin], [], [])
+        if sys.stdin in ready:
+            return
+        connection, _ = listener.accept()
+        with connection:
+            if _peer_uid(connection) != os.getuid():
+                continue
+            message, fds, _, _ = socket.recv_fds(connection, REQUEST_LIMIT, 2)
+            if len(fds) == 2 and os.fork() == 0:
+                listener.close()
+                os.dup2(fds[1], 0)  # the control socket: closed by the grading process when it is done with it
+                modulecraft = json.loads(message).get("modulecraft")
+                sys.path[0:0] = [modulecraft] if modulecraft else []
+                try:
+                    serve(socket.socket(fileno=fds[0]))
+                finally:
+                    os._exit(0)
+            for fd in fds:
+                os.close(fd)
+
+
+def serve(listener: socket.socket) -> None:
+    """Import the chapter's modulecraft and the probes, then serve one kernel at a time until the grading process
+    closes stdin (it is done with this chapter, or ended)."""
+    mounter = Mounter()
+    for module in PRELOAD:
+        __import__(module)
+    _import_every_probe()
     import gc
     gc.freeze()  # a kernel's garbage collections never walk the 250,000 objects it inherits from the server
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children (and, as PID 1, orphans) vanish: no zombies
     while True:
         ready, _, _ = select.select([listener, sys.stdin], [], [])
         if sys.stdin in ready:
@@ -364,36 +402,83 @@ class Mounter:
 
 
 # -- the grading process's side ------------------------------------------------------------------------------
+class Base:
+    """This process's base server (`serve_base`), started on first use, gone when this process is."""
+
+    def __init__(self, namespaces: bool, view: list[list[str]]):
+        """`view`: the mounts every kernel shares (`libraries.mounts`), made in the base's namespaces."""
+        self.name = f"modulecraft-forkserver-base-{os.getpid()}-{os.urandom(8).hex()}"
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        listener.bind(abstract(self.name))
+        listener.listen(16)
+        # Of our environment only what a kernel may inherit (a kernel is a fork of a server forked from the base:
+        # the environment the base started with stays in its memory), and HOME, where what the base imports keeps
+        # its caches (matplotlib's fonts); a kernel gets a HOME of its own
+        env = dict(inherited(os.environ), HOME=os.environ.get("HOME", "/"), OPENBLAS_NUM_THREADS="1",
+                   OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+        command = [*NO_NEW_PRIVILEGES, sys.executable, "-m", "autograder.forkserver", "base", str(listener.fileno()),
+                   json.dumps(view)]
+        # stdin is a pipe from this process: when it closes (this process ended), the base ends too.
+        self.process = subprocess.Popen([*(NAMESPACES if namespaces else ()), *command],
+                                        stdin=subprocess.PIPE, pass_fds=[listener.fileno()], env=env)
+        listener.close()
+        self.namespaces, self.view, self.pid = namespaces, view, os.getpid()
+        atexit.register(self.stop)
+
+    def fork_server(self, modulecraft, listener: socket.socket, control: socket.socket) -> None:
+        """Have a server forked for kernels importing `modulecraft`'s folder (None: the installed one), serving on
+        `listener` while `control` stays open. Not waited for: the base may still be importing, and this process
+        gets on meanwhile (a kernel's stub waits in the listener's queue)."""
+        with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as connection:
+            connection.connect(abstract(self.name))
+            request = json.dumps({"modulecraft": str(modulecraft) if modulecraft is not None else None}).encode()
+            socket.send_fds(connection, [request], [listener.fileno(), control.fileno()])
+
+    def alive(self) -> bool:
+        return os.getpid() == self.pid and self.process.poll() is None
+
+    def stop(self) -> None:
+        """End the base (closing its stdin) and wait for it; a forked copy of this object leaves it alone."""
+        if os.getpid() == self.pid and self.process.poll() is None:
+            self.process.stdin.close()
+            self.process.wait()
+
+
+_base: Base | None = None
+
+
 class Server:
-    """This process's forkserver, started on first use, gone when this process is."""
+    """This process's forkserver for one chapter's modulecraft, forked by the base on first use; it ends when
+    stopped, or with this process."""
 
     def __init__(self, namespaces: bool, modulecraft: "os.PathLike | None" = None, view: list[list[str]] = ()):
         """`modulecraft`: the folder whose modulecraft the server and its kernels import (first on sys.path);
-        `view`: the mounts shared by all its kernels, made in its namespaces (`libraries.mounts`)."""
+        `view`: the mounts shared by all kernels, made by the base in its namespaces (`libraries.mounts`)."""
+        global _base
+        view = [list(mount) for mount in view]
+        if _base is None or not _base.alive() or _base.namespaces != namespaces or _base.view != view:
+            _base = Base(namespaces, view)
         self.name = f"modulecraft-forkserver-{os.getpid()}-{os.urandom(8).hex()}"
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         listener.bind(abstract(self.name))  # in this process's network namespace: stubs reach it, kernels do not
         listener.listen(16)
-        # (a kernel is a fork of the server: the environment the server started with stays in its memory) and HOME,
-        # where what the server imports keeps its caches (matplotlib's fonts); a kernel gets a HOME of its own
-        env = dict(inherited(os.environ), HOME=os.environ.get("HOME", "/"), OPENBLAS_NUM_THREADS="1",
-                   OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-        if modulecraft is not None:
-            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(modulecraft), env.get("PYTHONPATH", "")]))
-        command = [*NO_NEW_PRIVILEGES, sys.executable, "-m", "autograder.forkserver", "serve", str(listener.fileno()),
-                   json.dumps(list(view))]
-        # stdin is a pipe from this process: when it closes (this process ended), the server ends too.
-        self.process = subprocess.Popen([*(NAMESPACES if namespaces else ()), *command],
-                                        stdin=subprocess.PIPE, pass_fds=[listener.fileno()], env=env)
-        listener.close()
+        self.control, theirs = socket.socketpair()
+        with listener, theirs:
+            _base.fork_server(modulecraft, listener, theirs)
+        self.process = _base.process  # the server runs under it: its processes are the kernels'
         self.pid = os.getpid()
-        atexit.register(self.stop)
+
+    def alive(self) -> bool:
+        """Whether the server still serves (it closes its end of the control socket when it ends)."""
+        if os.getpid() != self.pid or self.process.poll() is not None:
+            return False
+        ready, _, _ = select.select([self.control], [], [], 0)
+        return not ready or self.control.recv(1, socket.MSG_PEEK) != b""
 
     def stop(self) -> None:
-        """End the server (closing its stdin) and wait for it; a forked copy of this object leaves it alone."""
-        if os.getpid() == self.pid and self.process.poll() is None:
-            self.process.stdin.close()
-            self.process.wait()
+        """End the server (closing its control socket); a forked copy of this object leaves it alone."""
+        if os.getpid() == self.pid:
+            self.control.close()
 
     def kernel_command(self, spec: dict, kernel_cmd: list[str]) -> list[str]:
         """The stub's command line for a kernel that `kernel_cmd` (`python -m ipykernel_launcher ...`) would start."""
@@ -403,7 +488,7 @@ class Server:
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "serve":
-        serve(socket.socket(fileno=int(sys.argv[2])), json.loads(sys.argv[3]))
+    if sys.argv[1] == "base":
+        serve_base(socket.socket(fileno=int(sys.argv[2])), json.loads(sys.argv[3]))
     else:
         sys.exit(stub(sys.argv[1], sys.argv[2], sys.argv[4:]))

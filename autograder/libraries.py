@@ -119,7 +119,7 @@ def views() -> list[tuple[Path, list[str]]]:
 
 @functools.cache
 def mounts() -> list[list[str]]:
-    """The forkserver's mounts that make this view (`forkserver.Mounter`), once per server for all its kernels;
+    """The forkserver's mounts that make this view (`forkserver.Mounter`), once per base server for all its kernels;
     computed once per grading process (0.1-0.5 s, by the load)."""
     rebuilt = [["rebuild", str(folder), "mode=0755,size=64k", *entries] for folder, entries in views()]
     return [*rebuilt, *(["hide", str(folder)] for folder in base_site_packages())]

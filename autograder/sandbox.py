@@ -19,14 +19,17 @@ apart):
   unprivileged user could not enter, e.g. a 0700 home holding the interpreter). So no other copy of the
   reference (a JupyterHub's, another clone, another worktree, another chapter's stripped copy, a pip cache) is
   in sight.
-  The libraries too (`autograder.libraries`, made once per forkserver): the venv's site-packages shows only the
+  The libraries too (`autograder.libraries`, made once per base forkserver): the venv's site-packages shows only the
   distributions modulecraft requires (no torch, whose semantics the reference mirrors, nor anything else the
   tests install), and the base interpreter's site-packages nothing.
   Fresh `/tmp`, `/var/tmp`, `/run/lock` and `/dev/shm`; in the repository, every folder it does not import from
   (course sources with hidden tests, `.git`, tests, the probes' source) and the grading folder hidden; no new
   privileges (setuid programs grant nothing).
 
-A wall-clock watchdog kills a kernel that outlives the notebook time limit.
+Time limits count the kernel's CPU time (its processes together), so a machine loaded by other work never times
+honest work out: a cell is interrupted past `config.CELL_TIMEOUT` CPU seconds (`ConfinedExecute`), the kernel
+killed past `config.NOTEBOOK_TIMEOUT` (RLIMIT_CPU). Wall-clock backstops, `config.WALL_CLOCK_BACKSTOP` times
+longer, end what waits instead of computing: nbclient's timeout for a cell, a watchdog for the kernel.
 
 Nothing of a kernel outlives it, however it ends (finished, `os._exit`, killed, timed out): as root its
 working folder is a size-limited tmpfs of its own (its disk quota, mounted under STATE_DIR, a shared mount
@@ -208,7 +211,7 @@ class Sandbox:
     def __init__(self, hidden: list[Path], data_dir: str | None):
         self.hidden = sorted({p.resolve() for p in hidden if p.exists()})
         self.as_root = running_as_root()
-        self.slot_lock = self.watchdog = self.pid = self.group = None
+        self.slot_lock = self.watchdog = self.pid = self.group = self.server_pid = None
         self.closed = False
         self.slot, self.user = self._claim_slot() if self.as_root else (None, None)
         _open.append(self)
@@ -232,7 +235,7 @@ class Sandbox:
     def _claim_slot(self) -> tuple[int, pwd.struct_passwd]:
         """The first free slot, locked for this kernel's lifetime (across all grading processes); when all are
         taken, wait for one (every kernel ends by the notebook time limit)."""
-        patience = course_config.NOTEBOOK_TIMEOUT + SLOT_WAIT_MARGIN
+        patience = course_config.notebook_wall_timeout() + SLOT_WAIT_MARGIN
         deadline = time.monotonic() + patience
         while True:
             for slot in range(MAX_SLOTS):
@@ -281,7 +284,14 @@ class Sandbox:
             if namespaces_available():
                 spec["mounts"] = self._mounts()
                 spec["isolated"] = True  # IPC namespace and keyrings of its own (`forkserver.become_kernel`)
-        return kernel_server().kernel_command(spec, kernel_cmd)
+        server = kernel_server()
+        self.server_pid = server.process.pid  # under it, only this kernel runs (its keeper and the servers wait)
+        return server.kernel_command(spec, kernel_cmd)
+
+    def cpu_seconds(self) -> float:
+        """The CPU time the kernel and the processes it started have used so far (its server's and keeper's, which
+        wait meanwhile, included)."""
+        return tree_cpu_seconds(self.server_pid) if self.server_pid else 0.0
 
     def _mounts(self) -> list[list[str]]:
         """The operations that make the kernel's view of the file system (see the module's docstring), in the
@@ -301,18 +311,19 @@ class Sandbox:
         return [[operation, *map(str, args)] for operation, *args in operations]
 
     def start_watchdog(self, pid: int) -> None:
-        """Kill the kernel's process group once the notebook time limit has passed."""
+        """Kill the kernel's process group once the notebook's wall-clock backstop has passed."""
         self.pid = pid
 
         def expire():
             if self.closed:
                 return
-            events.append(f"the notebook ran over its {course_config.NOTEBOOK_TIMEOUT} s time limit")
+            events.append(f"the notebook ran over its {course_config.notebook_wall_timeout()} s time limit "
+                          "(wall-clock)")
             try:
                 os.killpg(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        self.watchdog = threading.Timer(course_config.NOTEBOOK_TIMEOUT, expire)
+        self.watchdog = threading.Timer(course_config.notebook_wall_timeout(), expire)
         self.watchdog.daemon = True
         self.watchdog.start()
 
@@ -354,6 +365,32 @@ def close_all() -> None:
     """Close every sandbox this process opened and has not closed (the kernel is gone or must go)."""
     for sandbox in list(_open):
         sandbox.close()
+
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu_seconds(root: int) -> float:
+    """CPU seconds used by process `root` and every process under it, with the children each has reaped (one
+    read of every process's /proc stat: this kernel has no /proc/<pid>/task/<tid>/children to walk)."""
+    parent, used = {}, {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", "rb") as stat_file:
+                    fields = stat_file.read().rsplit(b")", 1)[1].split()
+            except OSError:  # it ended meanwhile
+                continue
+            parent[int(name)], used[int(name)] = int(fields[1]), sum(map(int, fields[11:15]))  # utime..cstime
+    children: dict[int, list[int]] = {}
+    for pid, ppid in parent.items():
+        children.setdefault(ppid, []).append(pid)
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        total += used.get(pid, 0)
+        todo += children.get(pid, [])
+    return total / CLOCK_TICKS
 
 
 def _kill_group(pid: int) -> None:
@@ -411,15 +448,44 @@ timed_out: list[int] = []
 finished: dict[int, list] = {}
 
 
+CPU_POLL = 0.5  # seconds between two looks at a running cell's CPU time
+on_cell = None  # called with (cell index, number of cells) as each cell starts: the self-check's progress line
+
+
 class ConfinedExecute(Execute):
-    """nbgrader's Execute, whose kernels' sandboxes are closed however the notebook ends, and which records the
-    cells it interrupts at the per-cell time limit (`timed_out`) and each cell's outputs when it finished (`finished`).
+    """nbgrader's Execute, whose kernels' sandboxes are closed however the notebook ends, whose cells are limited in
+    the kernel's CPU time (and a wall-clock backstop), and which records the cells it interrupts at the per-cell
+    time limit (`timed_out`) and each cell's outputs when it finished (`finished`).
 
     A kernel that exits or is killed mid-notebook costs only the cells it did not run: the cells that ran keep
     their outputs (and scores), the others get an error output saying why, and the grader reports it."""
 
+    _cell_started = 0.0
+    _cell_cpu: float | None = None
+
+    def preprocess_cell(self, cell, resources, index):
+        if on_cell is not None:
+            on_cell(index, len(self.nb.cells))
+        return super().preprocess_cell(cell, resources, index)
+
+    def _get_timeout(self, cell):
+        """How long nbclient waits for a cell's reply before asking `_async_handle_timeout`: CPU_POLL at a time."""
+        if cell is None:
+            return super()._get_timeout(cell)
+        self._cell_started, self._cell_cpu = time.monotonic(), None
+        return CPU_POLL
+
     async def _async_handle_timeout(self, timeout, cell=None):
+        """A cell still running: interrupt it once it has used `config.CELL_TIMEOUT` seconds of the kernel's CPU
+        time, counted from the first look (a cell that ends within CPU_POLL costs no look at /proc), or waited
+        out the wall-clock backstop."""
         if cell is not None:
+            sandbox = getattr(self.km, "sandbox", None)
+            cpu = sandbox.cpu_seconds() if sandbox else 0.0
+            self._cell_cpu = cpu if self._cell_cpu is None else self._cell_cpu
+            if (cpu - self._cell_cpu < course_config.CELL_TIMEOUT
+                    and time.monotonic() - self._cell_started < course_config.cell_wall_timeout()):
+                return None  # nbclient waits another CPU_POLL
             timed_out.append(next(index for index, other in enumerate(self.nb.cells) if other is cell))
         return await super()._async_handle_timeout(timeout, cell)
 
@@ -472,7 +538,7 @@ def kernel_server() -> forkserver.Server:
     grading worker starts its own: a server serves one kernel at a time). A worker calls it as it is prepared:
     the server imports while the worker gets on."""
     server = _servers.pop(kernel_modulecraft, None)
-    if server is None or server.pid != os.getpid() or server.process.poll() is not None:
+    if server is None or not server.alive():
         namespaces = running_as_root() and namespaces_available()
         if namespaces:
             share_state_dir()  # before the server's mount namespace is made: it must receive the kernels' folders

@@ -83,10 +83,11 @@ def expected(chapter: str, seed: int) -> dict[str, probes.Run]:
     return {grade_id: probes.run_probe(grade_id, reference, seed) for grade_id in probes.grade_ids(chapter)}
 
 
-def judge(grade_id: str, outputs: list, runs: dict[str, probes.Run], exercises: dict[str, str] | None = None
+def judge(grade_id: str, outputs: list, runs: dict[str, probes.Run], exercises: Exercises | None = None
           ) -> str | None:
     """Why the test cell `grade_id` fails, in words for the learner, or None when it passes (`outputs`: the cell's
     as they were when it finished)."""
+    exercises = exercises or Exercises()
     if grade_id not in runs:
         return "this test cell has no probe in the grader (a course error: tell your instructor)"
     reports = [output["data"][probes.MIME] for output in outputs
@@ -100,8 +101,13 @@ def judge(grade_id: str, outputs: list, runs: dict[str, probes.Run], exercises: 
     checks = runs[grade_id].checks
     for index, check in enumerate(checks):
         seen = observed[index] if index < len(observed) else None
+        missing = seen.get("missing") if isinstance(seen, dict) else None
+        if isinstance(missing, str) and missing in exercises.unwritten:
+            # a blank class raises in its body, so its name is never defined: the same verdict as a blank function's
+            seen = {"raised": "NotImplementedError", "message": "", "in": missing}
         if not probes.agrees(check, seen):
-            return probes.explain(check, seen, show_expected=False, exercises=exercises)
+            return probes.explain(check, seen, show_expected=False, exercises=exercises.defining,
+                                  exercise=exercises.testing.get(grade_id))
     return None
 
 
@@ -109,17 +115,32 @@ EXERCISE_HEADING = re.compile(r"^###\s+(Exercise\s+\d+)[^:]*:\s*(.*)$", re.MULTI
 DEFINITION = re.compile(r"^(?:def|class)\s+(\w+)|^(\w+)\s*=", re.MULTILINE)
 
 
-def defined_by_exercise(nb) -> dict[str, str]:
-    """Which exercise ("Exercise 2 (`named_members`)") defines each name of the notebook's solution cells."""
-    found, exercise = {}, None
-    for cell in nb.cells:
+@dataclasses.dataclass
+class Exercises:
+    """The chapter's exercises, to say which one a failure comes from."""
+    defining: dict[str, str] = dataclasses.field(default_factory=dict)  # name -> "Exercise 2 (`named_members`)"
+    testing: dict[str, str] = dataclasses.field(default_factory=dict)  # test cell's grade id -> its exercise
+    unwritten: frozenset[str] = frozenset()  # names whose cell ended in NotImplementedError in the submission
+
+
+def exercises_of(source, submitted=None) -> Exercises:
+    """Which exercise of the chapter's `source` notebook defines each name and holds each test cell; and which
+    names the `submitted` (executed) notebook's exercise cells left unwritten (a blank class raises in its body)."""
+    defining, testing, exercise = {}, {}, None
+    for cell in source.cells:
         if cell.cell_type == "markdown":
             heading = EXERCISE_HEADING.search(cell.source)
             exercise = f"{heading[1]} ({heading[2].strip()})" if heading else exercise
         elif exercise and utils.is_solution(cell):
             for match in DEFINITION.finditer(cell.source):
-                found.setdefault(match[1] or match[2], exercise)
-    return found
+                defining.setdefault(match[1] or match[2], exercise)
+        elif exercise and utils.is_grade(cell):
+            testing[cell.metadata["nbgrader"]["grade_id"]] = exercise
+    unwritten = {match[1] or match[2]
+                 for cell in (submitted.cells if submitted else []) if cell.cell_type == "code" and utils.is_solution(cell)
+                 and any(output.get("ename") == "NotImplementedError" for output in cell.get("outputs", []))
+                 for match in DEFINITION.finditer(cell.source)}
+    return Exercises(defining, testing, frozenset(unwritten))
 
 
 def is_test(cell) -> bool:
@@ -148,7 +169,7 @@ class JudgeTests(NbGraderPreprocessor):
     def preprocess(self, nb, resources):
         limits[:] = integrity.limits_hit(nb)
         runs = expected(current.chapter, current.seed)
-        exercises = defined_by_exercise(nbformat.read(current.source, as_version=4) if current.source else nb)
+        exercises = exercises_of(nbformat.read(current.source, as_version=4) if current.source else nb, nb)
         mechanism_of = getattr(probes.chapter_module(current.chapter), "MECHANISM_OF", {})
         for index, cell in enumerate(nb.cells):
             if not is_test(cell):
@@ -157,8 +178,8 @@ class JudgeTests(NbGraderPreprocessor):
             grade_id = cell.metadata["nbgrader"]["grade_id"]
             outputs = sandbox.finished.get(index)  # None: the cell never finished
             if index in sandbox.timed_out:
-                why = (f"this cell ran over the {course_config.CELL_TIMEOUT} s time limit per cell: the grader "
-                       "interrupted it")
+                why = (f"this cell ran over the time limit per cell ({course_config.CELL_TIMEOUT} s of CPU time, or "
+                       f"{course_config.cell_wall_timeout()} s waiting): the grader interrupted it")
             elif outputs is None:
                 why = f"this cell did not finish: {sandbox.kernel_exit_reason()}"
             elif mechanism_of.get(grade_id) in current.switched:

@@ -376,7 +376,8 @@ def execution_failures(result: dict, root: Path, student: str, chapter: str) -> 
     graded = root / "autograded" / student / chapter / f"{chapter}.ipynb"
     timed_out = integrity.timed_out_cells(graded)
     if timed_out:
-        return [f"cell(s) {', '.join(timed_out)} hit the {course_config.CELL_TIMEOUT} s time limit per cell"]
+        return [f"cell(s) {', '.join(timed_out)} hit the time limit per cell ({course_config.CELL_TIMEOUT} s of CPU "
+                f"time, or {course_config.cell_wall_timeout()} s waiting)"]
     return []
 
 
@@ -384,8 +385,8 @@ def _why_nbgrader_failed(log: str) -> str:
     if "DeadKernelError" in log or "Kernel died" in log:
         return "the kernel died while running the notebook (os._exit, a crash, or a resource limit)"
     if "Timeout waiting for IOPub output" in log or "UnresponsiveKernelError" in log:
-        return (f"a cell kept running after the {course_config.CELL_TIMEOUT} s time limit per cell and ignored "
-                "the interrupt (e.g. a loop that ignores SIGINT), so the notebook could not finish")
+        return (f"a cell kept running after the time limit per cell ({course_config.CELL_TIMEOUT} s of CPU time) and "
+                "ignored the interrupt (e.g. a loop that ignores SIGINT), so the notebook could not finish")
     errors = [line.strip() for line in log.splitlines()
               if re.match(r"\s*[\w.]+(Error|Exception): ", line) and "NbGraderException" not in line]
     return "nbgrader could not autograde it: " + (errors[0] if errors else "see `nbgrader autograde` for details")

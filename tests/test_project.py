@@ -1,8 +1,13 @@
 """The project's own promises: the two README commands, CI calling the test command, conda and pip agreeing."""
 import re
+import subprocess
+import sys
+import time
 import tomllib
 import warnings
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -95,3 +100,66 @@ def test_the_package_never_imports_torch():
         if re.search(r"^\s*(import torch|from torch)", path.read_text(), re.M)
     ]
     assert offenders == []
+
+
+def _python_minimum() -> str:
+    requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
+    return re.fullmatch(r">=(3\.\d+)", requires).group(1)
+
+
+def test_the_python_requirement_is_true_and_stated_alike_everywhere():
+    """pyproject, README and environment.yml say the same minimum, and every dependency installed here accepts it
+    (nbgrader 0.9.6 requires 3.11: the README's old 3.10 failed after minutes of pip)."""
+    from importlib.metadata import PackageNotFoundError, metadata
+    from packaging.specifiers import SpecifierSet
+
+    minimum = _python_minimum()
+    assert f"Python ≥ {minimum} " in (ROOT / "README.md").read_text()
+    assert re.search(rf"^\s*- python>={re.escape(minimum)}\s", (ROOT / "environment.yml").read_text(), re.M)
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    for requirement in project["dependencies"] + project["optional-dependencies"]["test"]:
+        try:
+            accepted = SpecifierSet(metadata(_name(requirement)).get("Requires-Python") or "")
+        except PackageNotFoundError:
+            continue
+        assert accepted.contains(f"{minimum}.0"), f"{_name(requirement)} requires Python {accepted}"
+
+
+def _fake_python(path: Path, version: tuple[int, int]) -> Path:
+    """An interpreter that reports ``version``: this one, with sys.version_info replaced before running ``-c``."""
+    path.write_text(f"#!{sys.executable}\nimport sys\nsys.version_info = ({version[0]}, {version[1]}, 12, 'final', 0)\n"
+                    "exec(sys.argv[2])\n")
+    path.chmod(0o755)
+    return path
+
+
+@pytest.mark.parametrize("target", ["setup", "setup-test", "lab", "test"])
+def test_make_refuses_an_old_python_in_seconds_before_downloading(tmp_path, target):
+    old = _fake_python(tmp_path / "python3.10", (3, 10))
+    venv = tmp_path / "venv"
+    started = time.monotonic()
+    result = subprocess.run(["make", "-C", str(ROOT), target, f"PYTHON={old}", f"VENV={venv}"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0
+    assert time.monotonic() - started < 10
+    assert f"is Python 3.10; modulecraft needs Python >= {_python_minimum()}" in result.stderr, result.stderr
+    assert f"make PYTHON=python{_python_minimum()}" in result.stderr
+    assert not venv.exists(), "nothing is created before the interpreter is accepted"
+
+
+def test_a_venv_made_with_an_old_python_is_refused_with_what_to_delete(tmp_path):
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    _fake_python(venv / "bin" / "python", (3, 10))
+    result = subprocess.run(["bash", str(ROOT / "scripts" / "check-python.sh"), str(venv), sys.executable],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1 and f"{venv} was made with that Python: delete it" in result.stderr
+
+
+def test_the_python_check_accepts_this_python_and_names_a_missing_one(tmp_path):
+    check = ["bash", str(ROOT / "scripts" / "check-python.sh"), str(tmp_path / "venv")]
+    assert subprocess.run(check + [sys.executable], capture_output=True, timeout=60).returncode == 0
+    assert subprocess.run(check + [str(_fake_python(tmp_path / "python3.99", (3, 99)))],
+                          capture_output=True, timeout=60).returncode == 0
+    missing = subprocess.run(check + [str(tmp_path / "python3.42")], capture_output=True, text=True, timeout=60)
+    assert missing.returncode == 1 and "cannot run the Python interpreter" in missing.stderr

@@ -174,11 +174,24 @@ def observe(thunk: Callable[[], Any]):
         return {"raised": "RecursionError", "message": "maximum recursion depth exceeded (does your code call "
                 "modulecraft's own version of what you write? While grading, that calls yours again)"}
     except Exception as error:  # noqa: BLE001 - whatever the learner's code raised is the observation
-        return {"raised": _type_name(error), "message": _text(_safe_str(error))}
+        raised = {"raised": _type_name(error), "message": _text(_safe_str(error))}
+        where = _raised_in(error)
+        return raised | {"in": where} if where else raised
     try:
         return {"value": encode(value, budget=[MAX_NODES])}
     except RecursionError:
         return {"raised": "RecursionError", "message": "the result is too large or nests too deeply to compare"}
+
+
+def _raised_in(error: BaseException) -> str | None:
+    """The notebook's top-level name (function or class) whose code raised `error` last, if any: when a test fails
+    in code of another exercise than its own, the feedback names that exercise."""
+    where, traceback = None, error.__traceback__
+    while traceback is not None:
+        if traceback.tb_frame.f_globals.get("__name__") == "__main__":
+            where = traceback.tb_frame.f_code.co_qualname.split(".", 1)[0]
+        traceback = traceback.tb_next
+    return where
 
 
 def run_probe(grade_id: str, yours, seed: int) -> Run:
@@ -307,10 +320,12 @@ def same(a, b, close: bool) -> bool:
     return type(a) is type(b) and a == b
 
 
-def explain(expected: Check, observed, *, show_expected: bool, exercises: dict[str, str] | None = None) -> str:
+def explain(expected: Check, observed, *, show_expected: bool, exercises: dict[str, str] | None = None,
+            exercise: str | None = None) -> str:
     """The feedback of a failed check: what was checked, what the learner's code did, the hint; the expected
     value only where the learner may see it (learning, on the fixed seed). `exercises`: which exercise defines
-    each of the notebook's names, to point a missing one to it."""
+    each of the notebook's names, to point a missing one to it, or an error raised in another exercise's code
+    than the test's own (`exercise`) to that one."""
     got = describe(observed)
     if isinstance(observed, dict) and "missing" in observed:
         name = observed["missing"]
@@ -322,6 +337,9 @@ def explain(expected: Check, observed, *, show_expected: bool, exercises: dict[s
     if show_expected:
         lines.append(f"  Expected: {describe(expected.observed, expected.phrase)}")
     lines.append(f"  Got:      {got}")
+    raised_in = observed.get("in") if isinstance(observed, dict) else None
+    if exercises and isinstance(raised_in, str) and exercises.get(raised_in, exercise) != exercise:
+        lines.append(f"  Raised in your `{raised_in}`, {exercises[raised_in]}, which this test uses: fix it first.")
     if expected.hint:
         lines.append(f"  Hint: {expected.hint}")
     return "\n".join(lines)

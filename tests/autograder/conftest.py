@@ -7,7 +7,7 @@ from autograder import config
 from autograder.course import Course
 
 TOY_CHAPTERS = Path(__file__).parent / "chapters"
-CELL_TIMEOUT = 10  # enough for a toy cell on a loaded machine, short enough for the hanging submissions
+CELL_TIMEOUT = 3  # CPU seconds: plenty for a toy cell whatever the load, short for the hanging submissions
 NOTEBOOK_TIMEOUT = 45
 
 

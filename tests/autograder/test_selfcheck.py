@@ -4,12 +4,13 @@ import hashlib
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from autograder import config, synthetic
+from autograder import config, selfcheck, synthetic
 from autograder.selfcheck import check_my_work, check_notebook, find_my_notebook
 
 TOY_CHAPTERS = Path(__file__).parent / "chapters"
@@ -18,13 +19,21 @@ IN_PLACE_SCALE = "def scale(x, factor):\n    x = np.asarray(x)\n    x *= factor\
 pytestmark = pytest.mark.slow
 
 
+@pytest.fixture(scope="module")
+def released(tmp_path_factory, make_toy_course):
+    """The toy chapters released once for the module: learners' notebooks are made from them (each check grades
+    in a cache of its own)."""
+    return make_toy_course(tmp_path_factory.mktemp("released") / "grading")
+
+
 @pytest.fixture
-def learner(toy_course, tmp_path, monkeypatch):
+def learner(released, short_limits, tmp_path, monkeypatch):
     monkeypatch.setenv("MODULECRAFT_SELFCHECK_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("MODULECRAFT_COURSE_SOURCE", str(TOY_CHAPTERS))
     workspace = tmp_path / "workspace" / "90_toy"
     workspace.mkdir(parents=True)
-    return toy_course, workspace / "90_toy.ipynb"
+    yield released, workspace / "90_toy.ipynb"
+    selfcheck.stop_server()  # the check server these settings started, if any
 
 
 def digest(path):
@@ -90,3 +99,61 @@ def test_a_changed_chapter_is_checked_against_its_new_version(learner, tmp_path)
     result = check_notebook(notebook, source=source)
     assert (result.score, result.max_score) == (5, 6)  # the learner's copy lacks the new test cell
     assert "test cell 'test_add_zero' was deleted" in " ".join(result.problems)
+
+
+def test_every_failure_reads_as_one_and_names_the_exercise_it_comes_from(tmp_path, monkeypatch):
+    """Chapter 1 with a blank prediction (0 points visible), a blank class and a blank module_init that call_impl's
+    correct code runs into while graded (BUILDS_ON)."""
+    from autograder.course import Course
+
+    monkeypatch.setenv("MODULECRAFT_SELFCHECK_CACHE", str(tmp_path / "cache"))
+    chapter = "01_init_and_call"
+    course = Course(tmp_path / "grading", source=config.COURSE_SOURCE)
+    course.release([chapter])
+    blank_cells = {cell.metadata["nbgrader"]["grade_id"]: cell.source for cell in synthetic.blank(course, chapter).cells
+                   if cell.metadata.get("nbgrader", {}).get("solution")}
+    notebook = tmp_path / f"{chapter}.ipynb"
+    synthetic.write(synthetic.with_cells(synthetic.solved(course, chapter), {
+        grade_id: blank_cells[grade_id] for grade_id in ("c01_predict_hooks", "c01_fixed_pipeline", "c01_module_init")
+    }), notebook)
+
+    result = check_notebook(notebook)
+    tests = {test.grade_id: test for test in result.tests}
+    assert tests["c01_predict_hooks_visible"].max_score == 0 and not tests["c01_predict_hooks_visible"].passed
+    assert tests["c01_predict_hooks_visible"].feedback != "ok"
+    assert not result.passed and "test cells fail" in result.render()
+    assert tests["c01_forward_unimplemented_visible"].passed  # builds on nothing blank
+    not_written = "NotImplementedError: not written yet"
+    for grade_id in ("c01_fixed_pipeline_visible", "c01_module_init_visible", "c01_predict_hooks_hidden"):
+        assert not_written in tests[grade_id].feedback, tests[grade_id].feedback
+        assert "is not defined" not in tests[grade_id].feedback and "Raised in" not in tests[grade_id].feedback
+    for grade_id in ("c01_call_impl_visible", "c01_call_impl_hidden"):
+        assert "Raised in your `module_init`, Exercise 1 (`module_init`)" in tests[grade_id].feedback, \
+            tests[grade_id].feedback
+
+
+def test_checks_reuse_the_learners_warm_server_which_ends_with_jupyter(learner, monkeypatch):
+    course, notebook = learner
+    synthetic.write(synthetic.solved(course, "90_toy"), notebook)
+    jupyter = subprocess.Popen(["sleep", "600"])  # stands for the learner's Jupyter server (the kernel's parent)
+    monkeypatch.setenv("JPY_PARENT_PID", str(jupyter.pid))
+    starts, said = [], []
+    popen = selfcheck.subprocess.Popen
+    monkeypatch.setattr(selfcheck.subprocess, "Popen", lambda *a, **k: starts.append(a) or popen(*a, **k))
+    try:
+        assert selfcheck.ask_server(notebook, None, said.append)[0] == 0
+        assert len(starts) == 1 and any("running cell 1 of" in text for text in said), said
+        synthetic.write(synthetic.with_cells(synthetic.solved(course, "90_toy"), {"scale": IN_PLACE_SCALE}), notebook)
+        code, report = selfcheck.ask_server(notebook, None, said.append)
+        assert (code, len(starts)) == (1, 1) and "Total: 2/5" in report  # the same server, the notebook as saved now
+    finally:
+        jupyter.kill()
+        jupyter.wait()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # the server ends with Jupyter: nothing of the learner's keeps running
+        try:
+            selfcheck._connect(start=False).close()
+        except ConnectionRefusedError:
+            return
+        time.sleep(0.1)
+    pytest.fail("the check server outlived the Jupyter server that started it")

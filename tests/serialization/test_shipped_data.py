@@ -1,6 +1,8 @@
 """The torch checkpoint shipped in ``modulecraft.data``: found without torch, loads into our modules, is what
 the regeneration script writes, and is declared as package data so an installed modulecraft has it."""
 
+import subprocess
+import sys
 import tomllib
 from fnmatch import fnmatch
 from pathlib import Path
@@ -61,3 +63,11 @@ def test_every_shipped_file_is_declared_package_data():
 def test_an_unknown_name_lists_what_is_shipped():
     with pytest.raises(FileNotFoundError, match="available: \\['iris_mlp.pt'\\]"):
         data.path("mnist.pt")
+
+
+def test_the_data_is_reachable_as_the_readme_writes_it():
+    """`import modulecraft; modulecraft.data.path(...)`, in a fresh interpreter (here `data` is imported already)."""
+    code = "import modulecraft; print(modulecraft.data.path('iris_mlp.pt'))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == str(data.path("iris_mlp.pt")), done.stderr
+    assert "`modulecraft.data.path(\"iris_mlp.pt\")`" in (ROOT / "README.md").read_text()
