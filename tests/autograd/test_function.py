@@ -41,6 +41,35 @@ def test_a_function_with_two_outputs_records_one_node_and_fills_in_zeros():
     assert results[0] == results[1] == ([3.0, 3.0], ([1.0, 1.0], [0.0, 0.0]))
 
 
+
+def _mixed_outputs(base):
+    class Mixed(base):
+        """Outputs that are not tensors (a number, None, a flag, a string) between two that are."""
+
+        @staticmethod
+        def forward(ctx, x, scale):
+            return scale, x * scale, None, True, x + 1, "bar"
+
+        @staticmethod
+        def backward(ctx, *grads):
+            ctx.seen = [None if g is None else np.asarray(g).tolist() for g in grads]
+            return grads[1] * 2 + grads[4], None
+
+    return Mixed
+
+
+def test_outputs_that_are_not_tensors_get_none_where_tensors_get_zeros():
+    """torch's materialize_grads fills in zeros for tensor outputs only: the others always give backward None."""
+    results = []
+    for lib, base in ((modulecraft, autograd.Function), (torch, torch.autograd.Function)):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        scale, scaled, nothing, flag, shifted, text = outputs = _mixed_outputs(base).apply(x, 3)
+        scaled.sum().backward()
+        results.append(([type(o).__name__ for o in (scale, nothing, flag, text)], scaled.grad_fn.seen,
+                        np.asarray(x.grad).tolist()))
+    assert results[0] == results[1] == (["int", "NoneType", "bool", "str"],
+                                        [None, [1.0, 1.0], None, None, [0.0, 0.0], None], [2.0, 2.0])
+
 def _identity(base):
     class Identity(base):
         @staticmethod

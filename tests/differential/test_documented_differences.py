@@ -1,14 +1,15 @@
 """Where modulecraft differs from torch on purpose: each difference pinned down on both libraries.
 
-These are the documented exceptions to "behaves like torch.nn": a dtype change makes new arrays (numpy cannot change an
-array's dtype in place), there are no devices, Parameter/Buffer are ndarray subclasses (and a Buffer keeps its class),
-and checkpoints are safetensors by default (torch's zip format is read, bfloat16 as float32, and written on request
-for torch.load(weights_only=True)); backward hooks get plain ndarray gradients; optimizers take arrays that can hold a gradient and do
-not differentiate their step; autograd: plain ndarray gradients and untracked results, a few node names, data
-writes into parameters accepted, writes through plain views unseen, no higher-order gradients, in-place changes
-and replays of views only for views made by indexing, no in-place operation of a plain array joining a graph, Python's
-wording for deleting read-only properties; losses: class indices of (N, C) or (C,) inputs only; Parameter() of a
-custom tensor class is a Parameter; no memory shared between processes (share_memory is refused).
+These are the documented exceptions to "behaves like torch.nn": a dtype change makes new arrays (numpy cannot change
+an array's dtype in place), there are no devices, Parameter/Buffer are ndarray subclasses (and a Buffer keeps its
+class), a state_dict holds plain ndarrays (loading takes any ndarray), and checkpoints are safetensors by default
+(torch's zip format is read, bfloat16 as float32, and written on request for torch.load(weights_only=True));
+backward hooks get plain ndarray gradients; optimizers take arrays that can hold a gradient and do not differentiate
+their step; autograd: plain ndarray gradients and untracked results, a few node names, data writes into parameters
+accepted, writes through plain views unseen, no higher-order gradients, in-place changes and replays of views only
+for views made by indexing, no in-place operation of a plain array joining a graph, Python's wording for deleting
+read-only properties; losses: class indices of (N, C) or (C,) inputs only; Parameter() of a custom tensor class is a
+Parameter; no memory shared between processes (share_memory is refused).
 """
 
 import numpy as np
@@ -60,6 +61,20 @@ def test_a_buffer_is_a_class_of_its_own_where_torch_flags_a_plain_tensor():
         assert module.buf is buffer and isinstance(buffer, lib.Buffer), name
         assert type(buffer).__name__ == buffer_type, name
 
+
+
+def test_state_dicts_hold_plain_arrays_and_load_any_array():
+    """A state_dict holds views of the values as plain ndarrays (chapter 7), so loading takes any ndarray: torch
+    refuses a numpy array with "expected torch.Tensor or Tensor-like object from checkpoint but received"."""
+    import torch
+
+    ours, theirs = backend("modulecraft").nn.Linear(2, 2), torch.nn.Linear(2, 2)
+    assert type(ours.state_dict()["weight"]) is np.ndarray and type(theirs.state_dict()["weight"]) is torch.Tensor
+    values = np.arange(4.0).reshape(2, 2)
+    ours.load_state_dict({"weight": values, "bias": np.zeros(2)})
+    assert np.array_equal(ours.weight, values) and ours.weight.dtype == np.float32
+    with pytest.raises(RuntimeError, match="expected torch.Tensor or Tensor-like object from checkpoint"):
+        theirs.load_state_dict({"weight": values, "bias": np.zeros(2)})
 
 def test_backward_hooks_receive_gradients_as_plain_arrays():
     """Gradients never record a graph in modulecraft (no create_graph), so hooks get what .grad holds: ndarrays."""

@@ -147,3 +147,21 @@ def test_share_memory_refuses_uninitialized_parameters_and_buffers(lib, layer):
     return raises(lambda: make_lazy(lib, layer).share_memory(),
                   "Can't share memory on an uninitialized parameter or buffer. Call `forward` to initialize the "
                   "parameters before calling `module.share_memory()`.")
+
+
+@pytest.mark.parametrize("layer", LAZY_LAYERS)
+@differential
+def test_autograd_methods_refuse_uninitialized_parameters_and_buffers(lib, layer):
+    """Freezing a lazy module before its first call, or any autograd method of its placeholders, is a use of an
+    uninitialized parameter: torch's ValueError. A module without parameters freezes nothing, so nothing fails."""
+    module = make_lazy(lib, layer)
+    phrase = "Attempted to use an uninitialized parameter in"
+    trace = [raises(lambda: module.requires_grad_(False), phrase), raises(module.requires_grad_, phrase),
+             raises(module.zero_grad)]
+    for placeholder in [*module._parameters.values(), *module._buffers.values()]:
+        if lib.is_lazy(placeholder):
+            trace += [raises(call, phrase) for call in (
+                placeholder.requires_grad_, lambda: placeholder.requires_grad_(False), placeholder.detach,
+                placeholder.detach_, placeholder.retain_grad, lambda: placeholder.register_hook(lambda grad: grad),
+                lambda: placeholder.register_post_accumulate_grad_hook(lambda param: None))]
+    return trace, lazy_state(lib, module)

@@ -4,9 +4,10 @@ As in torch, ``MyFunction.apply(*args)`` runs ``forward`` with grad mode off and
 grad, records one node of class ``MyFunctionBackward``. That node is also the ``ctx`` both methods receive:
 attributes set on it in ``forward`` are there in ``backward``, and ``register_hook``/``register_prehook``
 on ``output.grad_fn`` work as on any node. With several outputs the node's ``backward`` gets one gradient
-per output; outputs that received none get zeros (torch's ``materialize_grads`` default). As torch's, a
-Function is never instantiated (``MyFunction()`` warns, calling the instance raises: a legacy Function), and
-``once_differentiable`` marks a ``backward`` that runs with grad mode off.
+per output; tensor outputs that received none get zeros (torch's ``materialize_grads`` default), outputs that
+are not tensors always None. As torch's, a Function is never instantiated (``MyFunction()`` warns, calling
+the instance raises: a legacy Function), and ``once_differentiable`` marks a ``backward`` that runs with grad
+mode off.
 """
 
 from __future__ import annotations
@@ -69,9 +70,9 @@ class BackwardCFunction(FunctionCtx, Node):
         return self.apply([grad])
 
     def apply(self, grads: list) -> tuple:
-        if self.materialize_grads:
-            grads = [np.zeros(shape, dtype) if grad is None else grad
-                     for grad, (shape, dtype) in zip(grads, self._output_meta)]
+        if self.materialize_grads:  # zeros for tensor outputs only: the others (meta None) always give None
+            grads = [np.zeros(*meta) if grad is None and meta is not None else grad
+                     for grad, meta in zip(grads, self._output_meta)]
         returned = self._forward_cls.backward(self, *grads)
         returned = returned if isinstance(returned, tuple) else (returned,)
         expected = len(self._input_meta)
@@ -163,8 +164,8 @@ class Function(metaclass=_FunctionMeta):
         several = isinstance(outputs, tuple)
         outputs = outputs if several else (outputs,)
         ctx.num_outputs = len(outputs)
-        ctx._output_meta = tuple([(out.shape, out.dtype) if isinstance(out, np.ndarray)
-                                  else (np.shape(out), getattr(out, "dtype", np.float64)) for out in outputs])
+        ctx._output_meta = tuple([(out.shape, out.dtype) if isinstance(out, np.ndarray) else None
+                                  for out in outputs])
         non_differentiable = {id(t) for t in ctx.non_differentiable}
         raw_args = [arg.view(np.ndarray) for arg in tensor_args]  # no numpy dispatch in the checks below
         wrapped = []

@@ -178,6 +178,21 @@ class UninitializedTensorMixin:
     def __getitem__(self, key):
         self._refuse_use("__getitem__")
 
+    def _refuse_autograd(name: str):
+        """A Tensor method of autograd that torch refuses on a placeholder (freezing a lazy module included)."""
+        def refuse(self, *args, **kwargs):
+            self._refuse_use(f"Tensor.{name}")
+        refuse.__name__ = name
+        return refuse
+
+    requires_grad_ = _refuse_autograd("requires_grad_")
+    detach = _refuse_autograd("detach")
+    detach_ = _refuse_autograd("detach_")
+    retain_grad = _refuse_autograd("retain_grad")
+    register_hook = _refuse_autograd("register_hook")
+    register_post_accumulate_grad_hook = _refuse_autograd("register_post_accumulate_grad_hook")
+    del _refuse_autograd
+
     def __deepcopy__(self, memo):
         return self._like(self.dtype)
 
