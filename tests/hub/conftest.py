@@ -1,6 +1,7 @@
 """The hub tests need root (Unix accounts, the grader's sandbox), Chromium and the hub's install, which they make
 under the repository (`.hub/`: nothing outside it but Debian packages). One hub, started once per test run, serves
-every test: the classroom first (tests/hub/test_classroom.py), then the hostile learner (test_hostile_learners.py)."""
+every test: the classroom first (tests/hub/test_classroom.py), then the hostile learner
+(test_hostile_learners.py)."""
 from __future__ import annotations
 
 import dataclasses

@@ -10,7 +10,8 @@ formgrader's links (and the dialog that answers each), the Assignments panel's F
 buttons in JupyterLab; the first chapter's notebook is typed and run in JupyterLab itself, the second saved the
 way JupyterLab saves (a PUT of the notebook) and self-checked with the command. On the way it checks what the
 hub keeps private (homes, the exchange's folders, submissions, the hub's database) and that Autograde on a
-graded submission leaves it graded. The hub is shared with test_hostile_learners.py, which runs after this test.
+graded submission leaves it graded. The hub is shared with test_hostile_learners.py, which runs after this
+test.
 """
 from __future__ import annotations
 
