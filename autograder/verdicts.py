@@ -178,8 +178,8 @@ class JudgeTests(NbGraderPreprocessor):
             grade_id = cell.metadata["nbgrader"]["grade_id"]
             outputs = sandbox.finished.get(index)  # None: the cell never finished
             if index in sandbox.timed_out:
-                why = (f"this cell ran over the time limit per cell ({course_config.CELL_TIMEOUT} s of CPU time, or "
-                       f"{course_config.cell_wall_timeout()} s waiting): the grader interrupted it")
+                why = (f"this cell ran over the time limit per cell: the grader interrupted it "
+                       f"({course_config.CELL_TIMEOUT} s of CPU time, or {course_config.cell_wall_timeout()} s waiting)")
             elif outputs is None:
                 why = f"this cell did not finish: {sandbox.kernel_exit_reason()}"
             elif mechanism_of.get(grade_id) in current.switched:

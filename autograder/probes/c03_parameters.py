@@ -293,7 +293,7 @@ def fixed_experts_visible(yours, draw, check):
 @probe("c03_fixed_experts_hidden")
 def fixed_experts_hidden(yours, draw, check):
     count, features = draw.int(2, 4), draw.int(2, 4)
-    changed, value = draw.int(0, count - 1), draw.choice([0.5, 0.25, 2.0, -1.0])
+    changed, value = draw.int(0, count - 1), draw.choice([0.5, 0.25, -2.0, -1.0])  # never a scale's own value (1..4)
     x = draw.array(features)
 
     def run():

@@ -205,6 +205,7 @@ def test_every_scheduler_problem_is_one_line_within_a_bounded_time(cluster, make
             assert run.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), stderr
             errors[name] = lines[0]
     dashboard.shutdown()
+    dashboard.server_close()
     assert "accepts connections but is not a Dask scheduler: an HTTP server answers there" in errors["http"]
     assert "no Dask scheduler answered at" in errors["nobody"] and "within 20 s" in errors["nobody"]
     assert "has no Dask TLS settings" in errors["tls"] and "DASK_DISTRIBUTED__COMM__TLS__CA_FILE" in errors["tls"]

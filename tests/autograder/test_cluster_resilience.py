@@ -110,7 +110,10 @@ class Relay:
 
     def _accept(self) -> None:
         while True:
-            incoming, _ = self.listener.accept()
+            try:
+                incoming, _ = self.listener.accept()
+            except OSError:  # closed: the test is over
+                return
             if not self.open.is_set():
                 incoming.close()
                 continue
@@ -144,6 +147,12 @@ class Relay:
         time.sleep(seconds)
         self.open.set()
 
+    def close(self) -> None:
+        """Stop listening and drop every connection: nothing of the relay outlives its test."""
+        self.open.clear()
+        self.listener.close()
+        self.cut(0)
+
 
 @pytest.fixture
 def relayed_cluster(processes, tmp_path):
@@ -152,7 +161,9 @@ def relayed_cluster(processes, tmp_path):
     processes(dask_command("worker", f"tcp://127.0.0.1:{port}", "--nthreads", "1",
                            "--local-directory", str(tmp_path / "worker")))
     wait_for_workers(f"tcp://127.0.0.1:{port}", 1)
-    return Relay(port)
+    relay = Relay(port)
+    yield relay
+    relay.close()
 
 
 def test_a_short_break_in_the_coordinator_s_connection_loses_nothing(make_toy_course, tmp_path, relayed_cluster):
