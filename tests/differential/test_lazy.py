@@ -74,6 +74,23 @@ def test_loading_an_uninitialised_state_keeps_the_module_lazy(lib):
     return result, lazy_state(lib, module)
 
 
+@pytest.mark.parametrize("out_features, in_features", [(1, 1), (2, 3)])
+@differential
+def test_a_placeholder_left_unmaterialised_refuses_the_loaded_values(lib, out_features, in_features):
+    """A load hook that forgets to materialise: the copy into the empty placeholder fails, even for a (1, 1) weight
+    (numpy's assignment alone would let it "fit")."""
+    class Forgetful(lib.nn.LazyLinear):
+        def _lazy_load_hook(self, *args, **kwargs):
+            pass
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        module = Forgetful(out_features)
+    state = lib.nn.Linear(in_features, out_features).state_dict()
+    return raises(lambda: module.load_state_dict(state), "Error(s) in loading state_dict for Forgetful",
+                  'While copying the parameter named "weight", whose dimensions in the model are'), lazy_state(lib, module)
+
+
 @differential
 def test_keyword_arguments_reach_shape_inference(lib):
     module = make_lazy(lib, "LazyLinear")

@@ -68,6 +68,16 @@ def _detached(array: np.ndarray) -> np.ndarray:
     return array if is_lazy(array) else array.view(np.ndarray)
 
 
+def _copy(param: np.ndarray, value: np.ndarray) -> None:
+    """``param.copy_(value)`` as torch does it: ``value`` broadcast to ``param``'s shape, cast unsafely. numpy's
+    assignment would also drop the value's leading 1-sized dimensions (a (1, 1) value "fits" an empty placeholder)."""
+    shape = np.ndarray.shape.__get__(param)  # a placeholder's own shape property refuses
+    broadcast = np.broadcast_shapes(shape, np.ndarray.shape.__get__(value))
+    if broadcast != shape:
+        raise RuntimeError(f"output with shape {list(shape)} doesn't match the broadcast shape {list(broadcast)}")
+    param[...] = value
+
+
 def _split_by_child(state_dict: Mapping[str, Any], prefix_length: int) -> dict[str, dict[str, Any]]:
     """Group the entries ``<prefix><child>.<rest>`` by ``<child>``, keeping their order.
 
@@ -1211,10 +1221,10 @@ class Module:
                             input_param = Parameter(input_param, param.requires_grad)
                     setattr(self, name, input_param)
                 else:
-                    param[...] = input_param  # casts like torch's copy_ (unsafe casting)
+                    _copy(param, input_param)
             except Exception as ex:
                 error_msgs.append(f'While copying the parameter named "{key}", whose dimensions in the model are '
-                                  f"{param.shape} and whose dimensions in the checkpoint are "
+                                  f"{np.ndarray.shape.__get__(param)} and whose dimensions in the checkpoint are "
                                   f"{input_param.shape}, an exception occurred : {ex.args}.")
 
         extra_state_key = prefix + _EXTRA_STATE_KEY_SUFFIX
