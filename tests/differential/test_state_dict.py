@@ -189,6 +189,16 @@ def test_load_copies_into_existing_tensors_with_their_dtype(lib):
 
 
 @differential
+def test_a_one_element_vector_loads_into_a_scalar_in_place(lib):
+    """Old checkpoints stored scalars as (1,) vectors; loading unwraps them (chapter 7's own_load teaches it)."""
+    module = lib.nn.Module()
+    module.register_buffer("count", lib.tensor(0.0))
+    count = module.count
+    result = module.load_state_dict({"count": lib.tensor([78.0])})
+    return result, module.count is count, module.count
+
+
+@differential
 def test_load_with_assign_replaces_the_objects(lib):
     source, target = _problems(lib)
     state = source.double().state_dict()

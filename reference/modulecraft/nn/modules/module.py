@@ -72,7 +72,7 @@ def _copy(param: np.ndarray, value: np.ndarray) -> None:
     """``param.copy_(value)`` as torch does it: ``value`` broadcast to ``param``'s shape, cast unsafely. numpy's
     assignment would also drop the value's leading 1-sized dimensions (a (1, 1) value "fits" an empty placeholder)."""
     shape = np.ndarray.shape.__get__(param)  # a placeholder's own shape property refuses
-    broadcast = np.broadcast_shapes(shape, np.ndarray.shape.__get__(value))
+    broadcast = np.broadcast_shapes(shape, np.asarray(value).shape)
     if broadcast != shape:
         raise RuntimeError(f"output with shape {list(shape)} doesn't match the broadcast shape {list(broadcast)}")
     param[...] = value
