@@ -24,7 +24,7 @@ from autograder.config import REPO_ROOT
 from autograder.grading import load_outcome
 from autograder.workers import SCRATCH_PREFIX, CourseBundle, grader_version
 
-from test_dask import WRONG_ADD, free_port, processes, wait_for_workers  # noqa: F401 (the fixture)
+from test_dask import WRONG_ADD, free_port, instructors_snippet, processes, wait_for_workers  # noqa: F401 (the fixture)
 
 pytestmark = pytest.mark.slow
 
@@ -240,6 +240,66 @@ def test_the_guide_s_tls_cluster_grades(make_toy_course, tmp_path):
     said = (tmp_path / "said").read_text()
     assert shell.returncode == 0, said
     assert "grading on 1 worker(s)" in said and "1/1" in said
+    assert load_outcome(course.root, "ada", "90_toy").score == 5
+
+
+def test_the_kubernetes_pods_commands_grade_over_tls(make_toy_course, tmp_path, monkeypatch, processes):
+    """No Kubernetes cluster here: the guide's resource is written as the guide writes it, and what its pods run (the
+    scheduler's and the workers' commands, the Secret's certificates made as the guide's TLS block makes them) runs
+    as processes on loopback; the coordinator's lines of the guide's kubectl block grade a class through them."""
+    yaml = pytest.importorskip("yaml")
+    pytest.importorskip("dask_kubernetes.operator", reason="the test extra installs dask-kubernetes")
+    certificates = tmp_path / "certificates"
+    certificates.mkdir()
+    openssl = [line for line in instructors_snippet("Across machines on a network you do not control", "bash")
+               .splitlines() if line.startswith("openssl")]
+    subprocess.run(["bash", "-euo", "pipefail", "-c", "\n".join(openssl)], cwd=certificates, check=True,
+                   capture_output=True)
+    monkeypatch.chdir(tmp_path)
+    exec(instructors_snippet("**Kubernetes**"), {})
+    spec = yaml.safe_load((tmp_path / "modulecraft-grading.yaml").read_text())
+
+    assert (spec["apiVersion"], spec["kind"]) == ("kubernetes.dask.org/v1", "DaskCluster")
+    assert "httpGet" not in str(spec) and "http-dashboard" not in str(spec)  # nothing asks the closed HTTP server
+    assert spec["spec"]["worker"]["replicas"] == 20
+    pods = {role: spec["spec"][role]["spec"] for role in ("scheduler", "worker")}
+    for pod in pods.values():
+        [container], [volume] = pod["containers"], pod["volumes"]
+        [mount] = container["volumeMounts"]
+        assert volume["secret"]["secretName"] == "modulecraft-dask-tls" and mount["name"] == volume["name"]
+        assert mount["readOnly"] and container["args"][container["args"].index("--preload") + 1] == \
+            "autograder.dask_preload"
+    assert pods["worker"]["containers"][0]["resources"]["limits"]["cpu"] == "1"
+
+    port = free_port()
+
+    def on_this_machine(container) -> list[str]:
+        """The pod's command with the Secret's folder, the scheduler's service and port of this test, on loopback."""
+        folder = container["volumeMounts"][0]["mountPath"]
+        words = [word.replace(folder, str(certificates)).replace("modulecraft-grading-scheduler:8786",
+                                                                 f"127.0.0.1:{port}")
+                 .replace("$(DASK_WORKER_NAME)", "pod-0") for word in container["args"]]
+        if "--port" in words:
+            words[words.index("--port") + 1] = str(port)
+        assert words[0] == "dask"
+        return [str(Path(sys.executable).parent / "dask"), *words[1:], "--host", "127.0.0.1",
+                "--dashboard-address", "127.0.0.1:0"]
+
+    for role in ("scheduler", "worker"):
+        processes(on_this_machine(pods[role]["containers"][0]), cwd=tmp_path)
+
+    course = make_toy_course(tmp_path / "grading")
+    hand_in(course, tmp_path, ["ada"])
+    kubectl = instructors_snippet("and this starts it, grades", "bash").replace("\\\n", " ").splitlines()
+    [exports] = [shlex.split(line)[1:] for line in kubectl if line.startswith("export ")]
+    [command] = [shlex.split(line) for line in kubectl if "-m autograder grade" in line]
+    assert command[:4] == ["python", "-m", "autograder", "grade"]
+    command = [sys.executable, *command[1:4], "--root", str(course.root),
+               *[word.replace(":8786", f":{port}") for word in command[4:]]]
+    graded = subprocess.run(command, cwd=certificates, capture_output=True, text=True, timeout=600,
+                            env=dict(os.environ, **dict(word.split("=", 1) for word in exports)))
+    assert graded.returncode == 0, graded.stderr
+    assert "grading on 1 worker(s)" in graded.stderr
     assert load_outcome(course.root, "ada", "90_toy").score == 5
 
 

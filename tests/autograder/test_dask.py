@@ -221,10 +221,10 @@ def test_a_regrade_keeps_nbgrader_s_rule_for_grades_a_person_gave(make_toy_cours
 
 
 # -- the deployment snippets of course/INSTRUCTORS.md, built without a cluster -----------------------------------
-def instructors_snippet(heading: str) -> str:
-    """The first Python block after `heading` in the instructor's guide: the test runs what the guide shows."""
+def instructors_snippet(heading: str, language: str = "python") -> str:
+    """The first block in `language` after `heading` in the instructor's guide: the test runs what the guide shows."""
     text = (REPO_ROOT / "course" / "INSTRUCTORS.md").read_text()
-    start = text.index("```python\n", text.index(heading)) + len("```python\n")
+    start = text.index(f"```{language}\n", text.index(heading)) + len(f"```{language}\n")
     return text[start:text.index("```", start)]
 
 
@@ -276,45 +276,6 @@ def test_the_slurm_snippet_starts_one_thread_workers_with_the_checkouts_python_o
     help_text = subprocess.run([sys.executable, "-m", "distributed.cli.dask_worker", "--help"],
                                capture_output=True, text=True, check=True).stdout
     assert "--nthreads" in help_text and "--local-directory" in help_text
-
-
-def test_the_kubernetes_snippet_runs_dask_commands_the_virtualenv_has(monkeypatch):
-    operator = pytest.importorskip("dask_kubernetes.operator", reason="the test extra installs dask-kubernetes")
-    yaml = pytest.importorskip("yaml")
-    specs = []
-
-    class KubeClusterWithoutKubernetes:
-        scheduler_address = "tcp://modulecraft-grading-scheduler:8786"
-
-        def __init__(self, custom_cluster_spec):
-            specs.append(custom_cluster_spec)
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            return False
-
-    monkeypatch.setattr(operator, "KubeCluster", KubeClusterWithoutKubernetes)
-    monkeypatch.setattr("autograder.course.Course", CourseThatRecords)
-    monkeypatch.setattr(CourseThatRecords, "runs", [])
-    exec(instructors_snippet("**Kubernetes**"), {})
-
-    [spec] = specs
-    assert yaml.safe_load(yaml.safe_dump(spec)) == spec  # a resource kubectl would take as it is
-    assert (spec["apiVersion"], spec["kind"]) == ("kubernetes.dask.org/v1", "DaskCluster")
-    [worker] = spec["spec"]["worker"]["spec"]["containers"]
-    [scheduler] = spec["spec"]["scheduler"]["spec"]["containers"]
-    assert worker["args"][:2] == ["dask", "worker"] and scheduler["args"][:2] == ["dask", "scheduler"]
-    assert worker["args"].count("--nthreads") == 1 and worker["args"][worker["args"].index("--nthreads") + 1] == "1"
-    for container in (worker, scheduler):  # no HTTP server in the pods either
-        assert container["args"][container["args"].index("--preload") + 1] == "autograder.dask_preload"
-    assert worker["resources"]["limits"]["cpu"] == "1" and spec["spec"]["worker"]["replicas"] == 20
-    [(root, options)] = CourseThatRecords.runs
-    assert root == ".grading" and options["scheduler"] == KubeClusterWithoutKubernetes.scheduler_address
-    dask = Path(sys.executable).parent / "dask"
-    for command in (["worker", "--help"], ["scheduler", "--help"]):
-        assert subprocess.run([dask, *command], capture_output=True).returncode == 0, command
 
 
 def test_a_local_cluster_listens_on_loopback_only_and_serves_no_http():
