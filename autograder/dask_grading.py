@@ -1,7 +1,7 @@
 """Grading on a Dask cluster: the same worker code as the local pool, on as many machines as the class needs.
 
 `grade(scheduler, bundle, tasks)` connects to the scheduler at `scheduler` (`tcp://host:8786`, or a cluster object
-of dask-jobqueue or dask-kubernetes, which brings its TLS settings), or starts a `LocalCluster` for "local", registers a worker plugin of this run (`dask_plugin.PrepareCourse`, named after the
+of dask-jobqueue, which brings its TLS settings), or starts a `LocalCluster` for "local", registers a worker plugin of this run (`dask_plugin.PrepareCourse`, named after the
 course's fingerprint and the run) that prepares every worker, also those that join later, and submits one task
 per submission. Several runs and several courses share a cluster: each run has its own plugin, Dask resource
 and task keys, each course its own scratch folder on a worker. Results come back as they finish; the
@@ -157,7 +157,7 @@ def connect(scheduler: str, workers: int | None = None, say: Callable[[str], Non
             ) -> Iterator[Client]:
     """A client of the cluster at `scheduler`, or of a new LocalCluster of `workers` one-thread processes on
     loopback, without HTTP servers."""
-    if not isinstance(scheduler, str):  # a cluster object (dask-jobqueue's, dask-kubernetes'), with its security
+    if not isinstance(scheduler, str):  # a cluster object (dask-jobqueue's), with its security
         say(f"connecting to the Dask scheduler at {scheduler.scheduler_address}")
         with Client(scheduler, timeout=CONNECT_TIMEOUT) as client:
             yield client
