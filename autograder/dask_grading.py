@@ -2,9 +2,9 @@
 
 `grade(scheduler, bundle, tasks)` connects to the scheduler at `scheduler` (`tcp://host:8786`, or a cluster object
 of dask-jobqueue, which brings its TLS settings), or starts a `LocalCluster` for "local", registers a worker plugin
-of this run (`dask_plugin.PrepareCourse`, named after the course's fingerprint and the run) that prepares every worker, also those that join later, and submits one task
-per submission. Several runs and several courses share a cluster: each run has its own plugin, Dask resource
-and task keys, each course its own scratch folder on a worker. Results come back as they finish; the
+of this run (`dask_plugin.PrepareCourse`, named after the course's fingerprint and the run) that prepares every
+worker, also those that join later, and submits one task per submission. Several runs and several courses share a
+cluster: each run has its own plugin, Dask resource and task keys, each course its own scratch folder on a worker. Results come back as they finish; the
 coordinator (`grading.grade_class`) imports each once, so every submission is graded exactly once in the
 gradebook whatever happens on the workers:
 
