@@ -56,6 +56,31 @@ def test_the_gradebook_s_engine_and_table_check_are_made_once_per_database(tmp_p
         assert [a.name for a in again.assignments] == ["ps1"] and elsewhere.assignments == []
 
 
+def tampered(course):
+    """The toy chapter as a learner could hand it in after editing what is locked: a test cell's code, another's
+    points, a locked cell's type, a grade id the chapter does not have."""
+    notebook = synthetic.solved(course, "90_toy")
+    cells = {cell.metadata.get("nbgrader", {}).get("grade_id"): cell for cell in notebook.cells}
+    cells["test_add"].source = "pass  # every check removed"
+    cells["test_scale"].metadata.nbgrader["points"] = 30
+    cells["imports"].cell_type = "markdown"
+    cells["add"].metadata.nbgrader["grade_id"] = "not_in_the_chapter"
+    return notebook
+
+
+def test_cells_fetched_once_are_overwritten_as_stock_nbgrader_overwrites_them(toy_course):
+    from nbgrader.preprocessors import OverwriteCells
+    resources = {"nbgrader": {"notebook": "90_toy", "assignment": "90_toy",
+                              "db_url": f"sqlite:///{toy_course.root / 'gradebook.db'}"}}
+    stock, ours = (preprocessor().preprocess(tampered(toy_course), copy.deepcopy(resources))[0]
+                   for preprocessor in (OverwriteCells, tuning.OverwriteCellsFetchedOnce))
+    assert ours == stock
+    restored = {cell.metadata.nbgrader.get("grade_id"): cell for cell in ours.cells if "nbgrader" in cell.metadata}
+    assert 'run_tests("test_add")' in restored["test_add"].source  # the source's, hidden tests' markers included
+    assert restored["test_scale"].metadata.nbgrader["points"] == 3
+    assert restored["imports"].cell_type == "code" and "not_in_the_chapter" not in restored
+
+
 SHOWS_KERNEL = """def add(a, b):
     return np.asarray(a) + np.asarray(b)
 import os, random, socket, sys
