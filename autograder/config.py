@@ -64,13 +64,13 @@ def nbgrader_config(root: str | os.PathLike, course_id: str = COURSE_ID) -> Conf
     c.NbGraderAPI.log_level = "WARN"
     # Feedback: the hidden tests' lines removed from the cells, test cells' errors (their verdicts) shown as
     # "ErrorName: message", the text's cells that met the removed answer key explained, and every rich output
-    # shown as text (see autograder.feedback).
+    # shown as text (see autograder.judging.feedback).
     c.GenerateFeedback.preprocessors = [
         "nbgrader.preprocessors.GetGrades",
         "nbgrader.preprocessors.ClearHiddenTests",
-        "autograder.feedback.ReduceTestErrors",
-        "autograder.feedback.ExplainRemovedCode",
-        "autograder.feedback.OutputsAsText",
+        "autograder.judging.feedback.ReduceTestErrors",
+        "autograder.judging.feedback.ExplainRemovedCode",
+        "autograder.judging.feedback.OutputsAsText",
         "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
     ]
     c.ClearHiddenTests.enabled = True

@@ -249,7 +249,7 @@ class CheckResult:
 def check_notebook(notebook, chapter: str | None = None, source=None, progress=None) -> CheckResult:
     """Grade a copy of `notebook` as chapter `chapter` (default: its file name) against the hidden tests, telling
     `progress(text)` what it does."""
-    from . import sandbox
+    from .judging import sandbox
     from .course import Course
     from .grading import grade_submission
 
@@ -287,7 +287,7 @@ def check_notebook(notebook, chapter: str | None = None, source=None, progress=N
 
 def _test_results(course, chapter: str) -> list[TestResult]:
     """One result per graded test cell, in notebook order, with the error the cell ended on."""
-    from .feedback import error_line
+    from .judging.feedback import error_line
 
     scores = course.scores(LEARNER, chapter)
     graded = course.root / "autograded" / LEARNER / chapter / f"{chapter}.ipynb"

@@ -45,7 +45,8 @@ from nbgrader.apps import NbGraderAPI
 from nbgrader.coursedir import CourseDirectory
 
 from . import config as course_config
-from . import answer_key, integrity, sandbox, tuning, verdicts
+from . import tuning
+from .judging import answer_key, integrity, sandbox, verdicts
 
 # Where a worker makes its scratch grading folder (default: the Dask worker's --local-directory, or the temp dir).
 SCRATCH_ENV_VAR = "MODULECRAFT_WORKER_SCRATCH"

@@ -12,11 +12,11 @@ The same probe runs twice, with the same seed:
 
 Learning in JupyterLab (no grading), both run in the learner's kernel on a fixed seed, and the cell prints each
 check as what / expected / got / hint. While grading, the kernel has no reference for these names at all
-(`autograder.answer_key` removes them from its copy of modulecraft), the seed is the grader's, unknown in
+(`autograder.judging.answer_key` removes them from its copy of modulecraft), the seed is the grader's, unknown in
 advance and written into each test cell's line as the grader runs it (`graded_line`), and the cell only displays
-its observations; the grader's own process runs the probes on the reference and compares (`autograder.verdicts`).
-Nothing the kernel does can turn a wrong observation into a pass: forging the right observations takes computing
-them, for inputs drawn from a seed nobody could know before.
+its observations; the grader's own process runs the probes on the reference and compares
+(`autograder.judging.verdicts`). Nothing the kernel does can turn a wrong observation into a pass: forging the right
+observations takes computing them, for inputs drawn from a seed nobody could know before.
 
 Every probe must make at least one check whose result depends on the seed through the mechanism tested (the
 course tests prove it for every cell: two seeds give different expected observations).

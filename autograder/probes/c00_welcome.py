@@ -10,7 +10,7 @@ from modulecraft import nn
 from . import probe
 
 # The learner's names in this chapter, and where the reference keeps each: while grading, these do not exist in
-# the kernel's modulecraft (`autograder.answer_key`), and the reference's own layers call the learner's.
+# the kernel's modulecraft (`autograder.judging.answer_key`), and the reference's own layers call the learner's.
 YOURS = {
     "linear": "modulecraft.nn.functional:linear",
     "count_parameters": "modulecraft.exercises.c00_welcome:count_parameters",

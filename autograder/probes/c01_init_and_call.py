@@ -7,7 +7,7 @@ from modulecraft.nn.modules import module as module_impl
 from . import probe
 
 # The learner's names in this chapter, and where the reference keeps each: while grading, these do not exist in
-# the kernel's modulecraft (`autograder.answer_key`), and the reference's own methods call the learner's.
+# the kernel's modulecraft (`autograder.judging.answer_key`), and the reference's own methods call the learner's.
 YOURS = {
     "module_init": "modulecraft.nn.modules.module:Module.__init__",
     "forward_unimplemented": "modulecraft.nn.modules.module:_forward_unimplemented",

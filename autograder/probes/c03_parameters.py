@@ -7,7 +7,7 @@ from modulecraft.autograd.tensor import Tensor
 from . import probe
 
 # The learner's names in this chapter, and where the reference keeps each: while grading, these do not exist in
-# the kernel's modulecraft (`autograder.answer_key`), and the reference's own methods call the learner's.
+# the kernel's modulecraft (`autograder.judging.answer_key`), and the reference's own methods call the learner's.
 YOURS = {
     "Parameter": "modulecraft.exercises.c03_parameters:Parameter",
     "register_parameter": "modulecraft.nn.modules.module:Module.register_parameter",

@@ -8,7 +8,7 @@ from modulecraft import nn
 from . import probe
 
 # The learner's names in this chapter, and where the reference keeps each: while grading, these do not exist in
-# the kernel's modulecraft (`autograder.answer_key`), and the reference's own methods call the learner's.
+# the kernel's modulecraft (`autograder.judging.answer_key`), and the reference's own methods call the learner's.
 YOURS = {
     "named_modules": "modulecraft.nn.modules.module:Module.named_modules",
     "_named_members": "modulecraft.nn.modules.module:Module._named_members",

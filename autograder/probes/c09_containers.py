@@ -8,7 +8,7 @@ from modulecraft import nn
 from . import Reference, probe
 
 # The learner's names in this chapter, and where the reference keeps each: while grading, these do not exist in
-# the kernel's modulecraft (`autograder.answer_key`), and the reference's own containers call the learner's.
+# the kernel's modulecraft (`autograder.judging.answer_key`), and the reference's own containers call the learner's.
 YOURS = {
     "sequential_getitem": "modulecraft.nn.modules.container:Sequential.__getitem__",
     "sequential_delitem": "modulecraft.nn.modules.container:Sequential.__delitem__",

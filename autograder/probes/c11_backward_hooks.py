@@ -15,7 +15,7 @@ from modulecraft.nn.modules import module as registry
 from . import Reference, probe
 
 # The learner's names in this chapter, and where the reference keeps each: while grading, these do not exist in
-# the kernel's modulecraft (`autograder.answer_key`), and the reference's own modules call the learner's (every
+# the kernel's modulecraft (`autograder.judging.answer_key`), and the reference's own modules call the learner's (every
 # module call goes through the learner's `call_impl` there).
 YOURS = {
     "zero_grad": "modulecraft.nn.modules.module:Module.zero_grad",
@@ -26,7 +26,7 @@ YOURS = {
 }
 
 # modulecraft's functions that hold a mechanism of YOURS under another name: gone while grading this chapter
-# (`autograder.answer_key`). The optimizer's zero_grad zeroes the same gradients as the module's.
+# (`autograder.judging.answer_key`). The optimizer's zero_grad zeroes the same gradients as the module's.
 SIBLINGS = {"modulecraft.optim.optimizer:Optimizer.zero_grad": "zero_grad"}
 
 # Modules with backward hooks wrap their inputs and output with the learner's BackwardHookFunction (`hooks_with`),

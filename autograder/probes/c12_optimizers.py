@@ -6,7 +6,7 @@ from modulecraft import nn, no_grad, optim
 from . import Reference, probe
 
 # The learner's names in this chapter, and where the reference keeps each: while grading, these do not exist in
-# the kernel's modulecraft (`autograder.answer_key`): `optim.SGD` refuses to be built, and every optimizer's
+# the kernel's modulecraft (`autograder.judging.answer_key`): `optim.SGD` refuses to be built, and every optimizer's
 # `state_dict()` is the learner's `optimizer_state_dict`; `optim.Adam` and `optim.AdamW` refuse to be built too.
 YOURS = {
     "param_groups": "modulecraft.exercises.c12_optimizers:param_groups",

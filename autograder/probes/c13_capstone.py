@@ -3,7 +3,7 @@ full training: these probes also run on the reference in the grader's process fo
 
 The capstone trains on the learner's code only: every mechanism of `modulecraft.mechanisms` is in `YOURS`, so the
 grading kernel's modulecraft has none of them (except those the learner switched to the reference in the cell
-`c13_whose`: `autograder.verdicts` reads them from the notebook's text, keeps them, and fails their cells). Each
+`c13_whose`: `autograder.judging.verdicts` reads them from the notebook's text, keeps them, and fails their cells). Each
 mechanism has an exercise (`c13_mine_<slug>`: paste the chapter's solutions) whose probes train a drawn model a few
 steps and observe what that mechanism produces, on the learner's code for that mechanism and for every one the
 notebook's `WHOSE` leaves "mine" (while grading, modulecraft has no code of its own for those): a broken mechanism
@@ -45,7 +45,7 @@ YOURS = {
     "load_checkpoint": "modulecraft.exercises.c13_capstone:load_checkpoint",
 }
 
-# The test cells that grade each mechanism: `autograder.verdicts` fails them when the learner switched it.
+# The test cells that grade each mechanism: `autograder.judging.verdicts` fails them when the learner switched it.
 MECHANISM_OF = {f"{exercise}_{kind}": mechanism for mechanism, exercise in EXERCISES.items()
                 for kind in ("visible", "hidden")}
 

@@ -1,7 +1,7 @@
 """The grader's own test chapter (tests/autograder/chapters/90_toy): two exercises with numpy counterparts.
 
 Its answers live in numpy, which every kernel has: only the course's chapters, whose answers are modulecraft's,
-have them removed while grading (`autograder.answer_key`)."""
+have them removed while grading (`autograder.judging.answer_key`)."""
 import numpy as np
 
 from . import probe

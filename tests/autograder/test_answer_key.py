@@ -10,7 +10,8 @@ import os
 import nbformat
 import pytest
 
-from autograder import answer_key, config, sandbox
+from autograder import config
+from autograder.judging import answer_key, sandbox
 from autograder.course import Course
 from tests.course.course_chapters import read_notebook, solved, with_cell_replaced
 

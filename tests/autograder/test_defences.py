@@ -25,8 +25,8 @@ import pytest
 
 from nbgrader.preprocessors import Execute
 
-from autograder import (answer_key, cgroups, config, feedback, forkserver, libraries, probes, sandbox, synthetic,
-                        verdicts)
+from autograder import config, probes, synthetic
+from autograder.judging import answer_key, cgroups, feedback, forkserver, libraries, sandbox, verdicts
 
 pytestmark = pytest.mark.slow
 

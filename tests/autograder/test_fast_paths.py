@@ -13,7 +13,8 @@ import pytest
 from nbgrader.nbgraderformat import MetadataValidator, ValidationError
 from traitlets.config.loader import PyFileConfigLoader
 
-from autograder import config, sandbox, synthetic, tuning
+from autograder import config, synthetic, tuning
+from autograder.judging import sandbox
 
 VALID = {"grade": True, "grade_id": "test_add", "locked": True, "points": 2, "schema_version": 3,
          "solution": False, "task": False}
@@ -117,7 +118,7 @@ def test_forked_kernels_start_like_fresh_ones(toy_course, tmp_path):
     if os.geteuid() == 0 and sandbox.namespaces_available():
         assert printed["one"]["user"] != "0" and printed["one"]["dumpable"] == "False"
         assert printed["one"]["networks"] == "['lo']"
-        assert printed["one"]["pid 1"] == "[b'-m', b'autograder.forkserver']"
+        assert printed["one"]["pid 1"] == "[b'-m', b'autograder.judging.forkserver']"
 
 
 ASKS_FOR_A_KERNEL = """def add(a, b):
@@ -180,7 +181,7 @@ def test_stock_nbgrader_in_a_grading_folder_keeps_the_self_check_quiet_without_t
 FLUSHES = """import zmq
 from ipykernel.iostream import IOPubThread, OutStream
 from jupyter_client.session import Session
-from autograder.forkserver import _flush_only_what_was_written
+from autograder.judging.forkserver import _flush_only_what_was_written
 _flush_only_what_was_written()
 context = zmq.Context()
 pub, sub = context.socket(zmq.PUB), context.socket(zmq.SUB)

@@ -9,7 +9,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import sandbox, synthetic
+from autograder import synthetic
+from autograder.judging import sandbox
 from autograder.config import COURSE_SOURCE, REPO_ROOT
 
 pytestmark = pytest.mark.slow

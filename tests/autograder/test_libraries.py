@@ -1,4 +1,4 @@
-"""The libraries a grading kernel may see (`autograder.libraries`): modulecraft's requirements, nothing else.
+"""The libraries a grading kernel may see (`autograder.judging.libraries`): modulecraft's requirements, nothing else.
 That the view is what kernels get, and that it matters, is shown by grading in test_defences.py and
 test_oracles.py; here, what it keeps and what it refuses to guess."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ import importlib.util
 
 import pytest
 
-from autograder import libraries
+from autograder.judging import libraries
 
 
 def test_the_view_keeps_what_kernels_import_and_drops_the_tests_libraries():

@@ -1,6 +1,6 @@
 """No oracle in a grading kernel: cells a learner who has read the repository could share, each on an otherwise
 blank notebook of a course chapter, graded by the real pipeline. With the kernel's view of the libraries
-(`autograder.libraries`: torch out of sight, as importable package and as source text), every attacked test cell
+(`autograder.judging.libraries`: torch out of sight, as importable package and as source text), every attacked test cell
 scores 0; without it (the venv's site-packages seen whole), the same notebooks earn points. The sibling defence
 (chapter 3's Parameter probes telling a subclass of modulecraft's `nn.Parameter` from the learner's own class)
 lives in the kernel's probes; its "without" was shown by a run with the check taken out (see the commit)."""
@@ -12,7 +12,7 @@ import os
 import nbformat
 import pytest
 
-from autograder import answer_key, libraries, sandbox
+from autograder.judging import answer_key, libraries, sandbox
 from autograder.course import Course
 
 pytestmark = [

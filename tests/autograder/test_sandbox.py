@@ -7,7 +7,7 @@ import nbformat
 import pytest
 
 from autograder import synthetic
-from autograder.sandbox import PRIVATE, SYSTEM, folders_out_of_sight, folders_to_rebuild
+from autograder.judging.sandbox import PRIVATE, SYSTEM, folders_out_of_sight, folders_to_rebuild
 from autograder.selfcheck import check_notebook
 
 TOY_CHAPTERS = Path(__file__).parent / "chapters"

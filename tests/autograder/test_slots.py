@@ -11,7 +11,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import forkserver, sandbox, synthetic
+from autograder import synthetic
+from autograder.judging import forkserver, sandbox
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(os.geteuid() != 0, reason="slots (users, tmpfs folders) exist only as root")]

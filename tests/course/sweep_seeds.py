@@ -25,7 +25,8 @@ from course_chapters import (CHAPTERS, REPO_ROOT, exercise_test_cells, graded_ce
                              solution_source, wrong_implementations)
 
 sys.path.insert(0, str(REPO_ROOT))
-from autograder import answer_key, probes  # noqa: E402
+from autograder import probes  # noqa: E402
+from autograder.judging import answer_key  # noqa: E402
 
 KERNEL = r'''
 import contextlib, io, json, os, sys

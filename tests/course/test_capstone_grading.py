@@ -10,7 +10,7 @@ import re
 import nbformat
 import pytest
 
-from autograder import verdicts
+from autograder.judging import verdicts
 from course_chapters import graded_cells, nbgrader_meta, read_notebook, solved, with_cell_replaced
 from modulecraft import mechanisms
 

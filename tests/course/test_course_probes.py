@@ -8,7 +8,8 @@ import textwrap
 
 import pytest
 
-from autograder import answer_key, probes
+from autograder import probes
+from autograder.judging import answer_key
 from course_chapters import CHAPTERS, graded_cells, read_notebook
 
 pytestmark = pytest.mark.parametrize("chapter", CHAPTERS)

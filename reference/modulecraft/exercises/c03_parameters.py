@@ -2,7 +2,7 @@
 
 `Parameter` here is the course's own: a flagged `np.ndarray` subclass whose arithmetic results are plain arrays
 (modulecraft's `nn.Parameter` is a leaf of its autograd instead, so its results are Tensors). The grading kernel's
-copy of modulecraft has these removed, like every name the graded chapter asks for (`autograder.answer_key`)."""
+copy of modulecraft has these removed, like every name the graded chapter asks for (`autograder.judging.answer_key`)."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,7 +1,7 @@
 """Chapter 4's exercises that are not torch mechanisms: what the grader compares the learner's code with.
 
 The grading kernel's copy of modulecraft has them removed, like every name the graded chapter asks for
-(`autograder.answer_key`)."""
+(`autograder.judging.answer_key`)."""
 from __future__ import annotations
 
 import numpy as np

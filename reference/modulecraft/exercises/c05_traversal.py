@@ -1,5 +1,6 @@
 """Chapter 5's exercise that is not a torch mechanism, its prediction stated as a rule: what the grader compares
-the learner's function with. The grading kernel's copy of modulecraft has it removed (`autograder.answer_key`)."""
+the learner's function with. The grading kernel's copy of modulecraft has it removed
+(`autograder.judging.answer_key`)."""
 from __future__ import annotations
 
 

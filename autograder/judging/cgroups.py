@@ -2,7 +2,7 @@
 
 `RLIMIT_AS` bounds one process, and a kernel may start others (each with its own limit); as root, the
 per-user process limit is not enforced either. A control group counts them together: the kernel joins its
-slot's group as it starts (before dropping to the slot user, `forkserver.become_kernel`), its children are born
+slot's group as it starts (before dropping to the slot user, `kernel.confine.become_kernel`), its children are born
 in it, and the kernel's memory (page cache of its tmpfs folder included) and task count are capped as a whole.
 
 Linux's cgroup v1 memory and pids hierarchies, as this machine mounts them under /sys/fs/cgroup, and cgroup v2's

@@ -8,7 +8,7 @@ course's text back before running it (a learner's copy from an earlier version o
 cells, which is no fault).
 
 After running, `limits_of` says which limits the notebook ran into (memory, processes, disk, time), in words
-for the learner. Nothing here decides a test: `autograder.verdicts` does, outside the kernel.
+for the learner. Nothing here decides a test: `autograder.judging.verdicts` does, outside the kernel.
 """
 from __future__ import annotations
 
@@ -125,9 +125,9 @@ def autograde_config() -> Config:
     made outside the kernel."""
     c = Config()
     c.Autograde.autograde_preprocessors = [
-        "autograder.verdicts.SeedTests",
-        "autograder.sandbox.ConfinedExecute",
-        "autograder.verdicts.JudgeTests",
+        "autograder.judging.verdicts.SeedTests",
+        "autograder.judging.sandbox.ConfinedExecute",
+        "autograder.judging.verdicts.JudgeTests",
         "nbgrader.preprocessors.IgnorePattern",
         "nbconvert.preprocessors.ClearMetadataPreprocessor",
         "nbgrader.preprocessors.LimitOutput",

@@ -1,6 +1,6 @@
 """Grading kernels with resource limits, never as root, seeing nothing but their own copy of the submission.
 
-Every kernel is forked from the grading process's forkserver (`autograder.forkserver`), gets a fresh private
+Every kernel is forked from the grading process's forkserver (`autograder.judging.forkserver`), gets a fresh private
 working folder and resource limits (memory, file size, open files, CPU seconds; and process count when it
 runs as its own user). When grading runs as root, the kernel also gets, before dropping to an unprivileged
 slot user (`modulecraft-grader-<n>`, one per concurrent kernel so that their process limits and files stay
@@ -19,7 +19,7 @@ apart):
   unprivileged user could not enter, e.g. a 0700 home holding the interpreter). So no other copy of the
   reference (a JupyterHub's, another clone, another worktree, another chapter's stripped copy, a pip cache) is
   in sight.
-  The libraries too (`autograder.libraries`, made once per base forkserver): the venv's site-packages shows only the
+  The libraries too (`libraries`, made once per base forkserver): the venv's site-packages shows only the
   distributions modulecraft requires (no torch, whose semantics the reference mirrors, nor anything else the
   tests install), and the base interpreter's site-packages nothing.
   Fresh `/tmp`, `/var/tmp`, `/run/lock` and `/dev/shm`; in the repository, every folder it does not import from
@@ -67,9 +67,9 @@ from nbgrader.preprocessors import Execute
 from traitlets import default
 from traitlets.config import Config
 
-from . import config as course_config
+from .. import config as course_config
 from . import answer_key, cgroups, forkserver, libraries
-from .filelock import exclusive
+from ..filelock import exclusive
 
 MEMORY_LIMIT_MB = int(os.environ.get("MODULECRAFT_KERNEL_MEMORY_MB", 2048))
 FILE_SIZE_LIMIT_MB = 64
@@ -103,7 +103,7 @@ def hide_from_kernels(*paths: Path) -> None:
 
 def autograde_config() -> Config:
     c = Config()
-    c.Execute.kernel_manager_class = "autograder.sandbox.SandboxedKernelManager"
+    c.Execute.kernel_manager_class = "autograder.judging.sandbox.SandboxedKernelManager"
     # Once the last cell has run, a graceful shutdown only makes the kernel save its history and wait: kill it.
     c.Execute.shutdown_kernel = "immediate"
     return c
@@ -283,7 +283,7 @@ class Sandbox:
             spec["cgroups"] = self.group.procs_files() if self.group else []
             if namespaces_available():
                 spec["mounts"] = self._mounts()
-                spec["isolated"] = True  # IPC namespace and keyrings of its own (`forkserver.become_kernel`)
+                spec["isolated"] = True  # IPC namespace and keyrings of its own (`kernel.confine.become_kernel`)
         server = kernel_server()
         self.server_pid = server.process.pid  # under it, only this kernel runs (its keeper and the servers wait)
         return server.kernel_command(spec, kernel_cmd)

@@ -1,6 +1,6 @@
 """Feedback preprocessing: what the learner's feedback page shows of the graded notebook.
 
-A test cell's only output is its verdict (`autograder.verdicts`), which never quotes a probe, and nbgrader's
+A test cell's only output is its verdict (`autograder.judging.verdicts`), which never quotes a probe, and nbgrader's
 `ClearHiddenTests` removes the hidden cells' lines. What the learner's own cells displayed is shown as text:
 HTML, SVG, JavaScript and the like come from code nobody checked, and a feedback page is opened in a browser.
 """

@@ -12,7 +12,7 @@ drawings, checks) stays.
 In the capstone, the mechanisms a learner switched to the reference (read from the notebook's text by `verdicts`)
 are kept (`build(kept=...)`); the test cells that grade them fail there.
 
-Copies are made once per content (the reference's files and the chapter's list) under a cache folder, and
+Copies are made once per content (the reference's files, the seams and the chapter's list) under a cache folder, and
 handed to the forkserver that starts the chapter's kernels (`sandbox`).
 """
 from __future__ import annotations
@@ -26,58 +26,11 @@ from pathlib import Path
 
 import modulecraft
 
-from . import probes
+from .. import probes
 
 REFERENCE = Path(modulecraft.__file__).resolve().parent
-SEAMS_MODULE = "_yours"  # modulecraft._yours, written into every copy
-
-SEAMS_SOURCE = '''\
-"""While grading, this copy of modulecraft has no code of its own for what the chapter asks the learner to write:
-each such function calls the learner's definition of the same name (the notebook's), or says it is missing."""
-import sys
-
-
-def seam(function):
-    """Mark a function of this copy that stands for the learner's."""
-    function.__modulecraft_seam__ = True
-    return function
-
-
-def call(name, where, args, kwargs):
-    function = getattr(sys.modules.get("__main__"), name, None)
-    if function is None:
-        raise NotImplementedError(
-            f"`{name}` is not written yet: while grading, modulecraft has no {where} of its own and uses yours "
-            f"(define `{name}` in the notebook)")
-    if getattr(function, "__modulecraft_seam__", False):
-        raise NotImplementedError(
-            f"`{name}` is modulecraft's own {where}, which does not exist while grading: write your own")
-    return function(*args, **kwargs)
-
-
-def call_routed(target, where, args, kwargs):
-    """A function several of the learner's names stand for (the capstone's `_call_impl`: chapter 6's or 11's):
-    modulecraft.mechanisms.ROUTES says which one handles this call."""
-    from modulecraft import mechanisms
-    return call(mechanisms.ROUTES[target](*args, **kwargs), where, args, kwargs)
-
-
-def sibling(name, where):
-    """A function of modulecraft that does what the learner's `name` does: gone while grading this chapter."""
-    raise NotImplementedError(
-        f"{where} does not exist while grading: it does what your `{name}` does, which this chapter asks you to "
-        "write (write it without modulecraft's)")
-
-
-class Removed:
-    """What stands in for a class the learner writes."""
-
-    __removed__ = ""
-
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedError(
-            f"{type(self).__removed__} does not exist while grading: it is yours to write in this chapter")
-'''
+SEAMS_MODULE = "_yours"  # modulecraft._yours in every copy: the kernel-side seams, a copy of this file
+SEAMS = Path(__file__).resolve().parent.parent / "kernel" / "seams.py"
 
 
 def build(chapter: str, cache: Path | None = None, kept: frozenset[str] = frozenset()) -> Path:
@@ -88,7 +41,7 @@ def build(chapter: str, cache: Path | None = None, kept: frozenset[str] = frozen
     siblings = {target: name for target, name in siblings_of(chapter).items() if name not in kept}
     if not targets and not siblings:
         return REFERENCE.parent
-    digest = hashlib.sha256(repr((sorted(targets.items()), sorted(siblings.items()))).encode())
+    digest = hashlib.sha256(repr((sorted(targets.items()), sorted(siblings.items()))).encode() + SEAMS.read_bytes())
     for path in sorted(REFERENCE.rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts:
             digest.update(str(path.relative_to(REFERENCE)).encode() + b"\0" + path.read_bytes())
@@ -106,7 +59,7 @@ def build(chapter: str, cache: Path | None = None, kept: frozenset[str] = frozen
         source = package / relative
         module = ".".join(("modulecraft", *relative.with_suffix("").parts)).removesuffix(".__init__")
         source.write_text(strip(source.read_text(), names, f"modulecraft.{SEAMS_MODULE}", module))
-    (package / f"{SEAMS_MODULE}.py").write_text(SEAMS_SOURCE)
+    shutil.copyfile(SEAMS, package / f"{SEAMS_MODULE}.py")
     for path in [staging, *staging.rglob("*")]:
         os.chmod(path, 0o755 if path.is_dir() else 0o644)
     try:

@@ -24,11 +24,10 @@ the signals it gets to the kernel, and exits with the kernel's status. Killing t
 
     stub --request, stdio--> server (the kernel's mounts) --fork--> keeper --fork--> kernel
 
-The keeper is the kernel's parent: it waits for it, forwards signals, and kills it if the stub goes away.
+The keeper is the kernel's parent: it waits for it, forwards signals, and kills it if the stub goes away. What
+the kernel's process does before it runs the kernel (its confinement) is kernel-side code: `autograder.kernel.confine`.
 """
 import atexit
-import errno
-import functools
 import json
 import os
 import select
@@ -52,7 +51,7 @@ PRELOAD = ("ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.zmqshell", "i
            "IPython.core.debugger", "IPython.core.completerlib", "IPython.extensions.storemagic", "tornado.queues",
            "tornado.platform.asyncio", "cProfile", "faulthandler", "numpy", "modulecraft.nn", "modulecraft.checks",
            "modulecraft.viz", "ipywidgets", "matplotlib.figure", "matplotlib.backends.backend_agg",
-           "autograder.probes", "autograder.selfcheck")
+           "autograder.kernel.confine", "autograder.probes", "autograder.selfcheck")
 CHAPTER_PRELOAD = ("modulecraft", "autograder.probes", "autograder.selfcheck")  # a chapter's server imports these
 # ipykernel sets it in every kernel (unless set); matplotlib reads it once, when it is imported (by the server)
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
@@ -61,16 +60,9 @@ NAMESPACES = ("unshare", "--mount", "--pid", "--net", "--fork", "--kill-child", 
               "--propagation", "slave")
 NO_NEW_PRIVILEGES = ("setpriv", "--no-new-privs")
 REQUEST_LIMIT = 1 << 20
-CLONE_NEWIPC = 0x08000000
-# A kernel with an IPC namespace of its own (`become_kernel`) would still reach the machine's POSIX message queues
+# A kernel with an IPC namespace of its own (`kernel.confine`) would still reach the machine's POSIX message queues
 # through this folder, where one is mounted: hidden from it.
 HOST_MESSAGE_QUEUES = "/dev/mqueue"
-# Linux's keyrings (keyctl(2)) belong to no namespace: a user's keyrings outlive its processes (the next kernel of
-# the same slot user would find what the last one left), and a process inherits its parent's session keyring (the
-# grader's, which may hold the instructor's keys, shared by every kernel).
-SYS_KEYCTL = {"x86_64": 250, "aarch64": 219}
-KEYCTL_JOIN_SESSION_KEYRING, KEYCTL_CLEAR, KEYCTL_GET_PERSISTENT = 1, 7, 22
-KEY_SPEC_SESSION_KEYRING, KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -3, -4, -5
 # All a server and its kernels get of the grader's environment: the interpreter's variables and the locale's.
 # Nothing of the instructor's shell (tokens of an LMS, a cloud, git): a kernel's code could print it.
 INHERITED = ("PATH", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "LANG", "LANGUAGE", "TZ")
@@ -249,6 +241,7 @@ def keep(stub_connection: socket.socket, request: dict, fds: list[int]) -> int:
     if kernel == 0:
         stub_connection.close()
         try:
+            from autograder.kernel.confine import become_kernel  # imported by the base
             become_kernel(request, fds)
         except BaseException:
             traceback.print_exc()  # on the grading process's stderr, or the stub's once it has them
@@ -265,78 +258,6 @@ def keep(stub_connection: socket.socket, request: dict, fds: list[int]) -> int:
             return 0
         relayed = stub_connection.recv(16)
         os.kill(kernel, relayed[0] if relayed else signal.SIGKILL)  # no message: the stub is gone
-
-
-def become_kernel(request: dict, stdio: list[int]) -> None:
-    """Confine this process as the request says, then run the kernel in it (as a fresh process would)."""
-    for target, fd in enumerate(stdio):
-        os.dup2(fd, target)
-    os.closerange(3, 1 << 20)  # nothing of the server's or the keeper's stays open in the kernel
-    os.chdir(request["cwd"])
-    for procs in request.get("cgroups", []):  # the kernel's control groups (memory and processes, children included)
-        with open(procs, "w") as joined:
-            joined.write(str(os.getpid()))
-    import resource
-    for name, value in request["limits"].items():
-        resource.setrlimit(getattr(resource, name), (value, value))
-    if request.get("isolated"):  # SysV segments, semaphores, message queues and POSIX queues of its own, gone with it
-        _unshare(CLONE_NEWIPC)
-    if request["user"]:
-        uid, gid = request["user"]
-        # Root's capabilities go with the change of user, and Linux makes a process whose user changed not
-        # dumpable: the processes a kernel starts cannot read its memory (ptrace, /proc/<pid>/mem).
-        os.setgroups([])
-        os.setresgid(gid, gid, gid)
-        os.setresuid(uid, uid, uid)
-        if request.get("isolated"):
-            _own_keyrings()
-    os.environ.clear()
-    os.environ.update(request["env"])
-    _reseed()
-    from ipykernel.kernelapp import IPKernelApp
-    sys.argv = [sys.executable, "-m", "ipykernel_launcher", *request["args"]]
-    # read from the environment when ipykernel was imported (by the server): set it from the kernel's own
-    IPKernelApp.launch_instance(argv=request["args"], parent_handle=int(os.environ.get("JPY_PARENT_PID") or 0))
-    os._exit(0)
-
-
-def _unshare(flags: int) -> None:
-    _libc_call("unshare", flags)
-
-
-def _own_keyrings() -> None:
-    """Keyrings of this kernel's own (`SYS_KEYCTL`): its slot user's keyrings emptied of what the slot's last kernel
-    left there (which would also count against this kernel's key quota), and a new session keyring, not the
-    grader's."""
-    call = functools.partial(_libc_call, "syscall", SYS_KEYCTL[os.uname().machine])
-    call(KEYCTL_CLEAR, KEY_SPEC_USER_KEYRING)
-    call(KEYCTL_CLEAR, KEY_SPEC_USER_SESSION_KEYRING)
-    call(KEYCTL_JOIN_SESSION_KEYRING, None)
-    try:  # kept for days after its user's last process (where the machine's kernel has them)
-        call(KEYCTL_CLEAR, call(KEYCTL_GET_PERSISTENT, -1, KEY_SPEC_SESSION_KEYRING))
-    except OSError as error:
-        if error.errno != errno.EOPNOTSUPP:
-            raise
-
-
-def _libc_call(name: str, *args) -> int:
-    """The C library's `name(*args)`, raising OSError when it fails."""
-    import ctypes  # here: the stub, which runs this file too, starts without it
-
-    result = getattr(ctypes.CDLL(None, use_errno=True), name)(*args)
-    if result < 0:
-        error = ctypes.get_errno()
-        raise OSError(error, f"{name}{args}: {os.strerror(error)}")
-    return result
-
-
-def _reseed() -> None:
-    """A fresh process seeds its random generators from the OS; the forked ones would all share the server's."""
-    import random
-
-    import numpy
-    random.seed()
-    numpy.random.seed()
 
 
 # -- the kernel's view of the file system ---------------------------------------------------------------------
@@ -416,8 +337,8 @@ class Base:
         # its caches (matplotlib's fonts); a kernel gets a HOME of its own
         env = dict(inherited(os.environ), HOME=os.environ.get("HOME", "/"), OPENBLAS_NUM_THREADS="1",
                    OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-        command = [*NO_NEW_PRIVILEGES, sys.executable, "-m", "autograder.forkserver", "base", str(listener.fileno()),
-                   json.dumps(view)]
+        command = [*NO_NEW_PRIVILEGES, sys.executable, "-m", "autograder.judging.forkserver", "base",
+                   str(listener.fileno()), json.dumps(view)]
         # stdin is a pipe from this process: when it closes (this process ended), the base ends too.
         self.process = subprocess.Popen([*(NAMESPACES if namespaces else ()), *command],
                                         stdin=subprocess.PIPE, pass_fds=[listener.fileno()], env=env)

@@ -33,8 +33,9 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 
 from modulecraft import mechanisms
 
-from . import config as course_config
-from . import integrity, probes, sandbox
+from .. import config as course_config
+from .. import probes
+from . import integrity, sandbox
 
 FAILED = "TestFailed"
 WHOSE_CELL = "c13_whose"  # the id of the cell that switches the capstone's mechanisms
