@@ -11,6 +11,7 @@ import modulecraft
 from modulecraft import autograd
 
 from .conftest import leaves
+from .node_order import node_order
 
 
 def test_a_small_network_has_torchs_gradients():
@@ -499,16 +500,7 @@ def _execution_order(lib):
     first = tanh(x)
     second = exp(x * 3)
     loss = (first * second + first).sum()
-    order, stack, seen = [], [loss.grad_fn], set()
-    while stack:
-        node = stack.pop()
-        if node is None or node in seen:
-            continue
-        seen.add(node)
-        node.register_prehook(lambda grad_outputs, name=node.name(): order.append(name.split("::")[-1]))
-        stack.extend(n for n, _ in node.next_functions)
-    loss.backward()
-    return order
+    return [name.split("::")[-1] for name in node_order(loss)]
 
 
 def test_nodes_run_in_torchs_order():

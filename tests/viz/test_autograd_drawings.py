@@ -12,6 +12,7 @@ from modulecraft import Tensor
 from modulecraft.autograd import engine
 from modulecraft.viz import WalkStepper, draw_graph, text
 from modulecraft.viz.autograd import FREED
+from tests.autograd.node_order import node_order
 
 from .test_without_dot import NOTICE, no_dot  # noqa: F401 - the fixture
 
@@ -27,16 +28,7 @@ def exercise_3(lib):
 def torch_order():
     loss, a, b = exercise_3(torch)
     labels = {id(a): "AccumulateGrad(a)", id(b): "AccumulateGrad(b)"}
-    order, stack, seen = [], [loss.grad_fn], set()
-    while stack:
-        node = stack.pop()
-        if node is None or node in seen:
-            continue
-        seen.add(node)
-        label = labels.get(id(getattr(node, "variable", None)), node.name())
-        node.register_prehook(lambda grads, label=label: order.append(label))
-        stack.extend(following for following, _ in node.next_functions)
-    loss.backward()
+    order = node_order(loss, lambda node: labels.get(id(getattr(node, "variable", None)), node.name()))
     return order, a.grad.numpy(), b.grad.numpy()
 
 
