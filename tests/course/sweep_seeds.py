@@ -8,6 +8,10 @@ with the seeds where it keeps the exercise's points or its phrase is not in a fa
 (what the feedback shows).
 
     .venv/bin/python tests/course/sweep_seeds.py 8 [06_hooks 13_capstone ...]
+    .venv/bin/python tests/course/sweep_seeds.py --solved 300 [06_hooks ...]
+
+With `--solved`, the chapters' own solutions instead: the seeds on which a correct notebook loses a check (a
+correct learner would lose points on them).
 
 A mistake whose solution cell no longer defines a class or function (e.g. a delegation whose class statement
 fails at once) shows "the test did not report" on every seed; the grading tests see that as a lost cell.
@@ -63,44 +67,68 @@ def code_cells(notebook, grade_id: str, replacement: str) -> list[str]:
     return cells
 
 
-def sweep(chapter: str, seeds: list[int], scratch: Path) -> None:
-    notebook = read_notebook(chapter)
-    graded = graded_cells(notebook)
-    build = answer_key.build(chapter)
-    reference = probes.Reference(probes.yours_of(chapter))
-    expected = {}
-    for wrong in wrong_implementations(chapter):
-        grade_ids = [g for g in exercise_test_cells(wrong["grade_id"], graded) if graded[g] > 0]
-        if not grade_ids:
-            continue  # a prediction worth no points
-        cells = scratch / "cells.json"
-        cells.write_text(json.dumps(code_cells(notebook, wrong["grade_id"], wrong["source"])))
-        ran = subprocess.run([sys.executable, "-c", KERNEL, str(build), str(cells), ",".join(grade_ids),
-                              ",".join(map(str, seeds))], capture_output=True, text=True, cwd=scratch,
-                             env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+class Chapter:
+    """A chapter's notebook, its answer key removed as for grading, and the reference's observations by seed."""
+
+    def __init__(self, chapter: str):
+        self.notebook = read_notebook(chapter)
+        self.graded = graded_cells(self.notebook)
+        self.build = answer_key.build(chapter)
+        self.reference = probes.Reference(probes.yours_of(chapter))
+        self.expected = {}
+
+    def failures(self, cells: list[str], grade_ids: list[str], seeds: list[int], scratch: Path) -> dict:
+        """seed -> the first failing check's report of each of `grade_ids` that fails, the notebook's code being
+        `cells`, run as a grading kernel runs it."""
+        (scratch / "cells.json").write_text(json.dumps(cells))
+        ran = subprocess.run([sys.executable, "-c", KERNEL, str(self.build), str(scratch / "cells.json"),
+                              ",".join(grade_ids), ",".join(map(str, seeds))], capture_output=True, text=True,
+                             cwd=scratch, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
         lines = [line for line in ran.stdout.splitlines() if line.startswith("@@")]
         observed = json.loads(lines[-1][2:]) if lines else {}
-        slipped = []
+        found = {}
         for seed in seeds:
-            reports = []
             for grade_id in grade_ids:
-                if (seed, grade_id) not in expected:
-                    expected[seed, grade_id] = probes.run_probe(grade_id, reference, seed)
+                if (seed, grade_id) not in self.expected:
+                    self.expected[seed, grade_id] = probes.run_probe(grade_id, self.reference, seed)
                 got = observed.get(f"{seed}:{grade_id}", [])
-                for n, check in enumerate(expected[seed, grade_id].checks):
+                for n, check in enumerate(self.expected[seed, grade_id].checks):
                     if not probes.agrees(check, got[n] if n < len(got) else None):
-                        reports.append(probes.explain(check, got[n] if n < len(got) else None, show_expected=False))
+                        found.setdefault(seed, []).append(
+                            probes.explain(check, got[n] if n < len(got) else None, show_expected=False))
                         break
-            if not any(wrong["feedback"] in report for report in reports):
-                slipped.append((seed, reports[0].splitlines()[0][:120] if reports else "kept its points"))
+        return found
+
+
+def sweep(chapter: str, seeds: list[int], scratch: Path) -> None:
+    course = Chapter(chapter)
+    for wrong in wrong_implementations(chapter):
+        grade_ids = [g for g in exercise_test_cells(wrong["grade_id"], course.graded) if course.graded[g] > 0]
+        if not grade_ids:
+            continue  # a prediction worth no points
+        failures = course.failures(code_cells(course.notebook, wrong["grade_id"], wrong["source"]), grade_ids,
+                                   seeds, scratch)
+        slipped = [(seed, failures[seed][0].splitlines()[0][:120] if failures.get(seed) else "kept its points")
+                   for seed in seeds if not any(wrong["feedback"] in report for report in failures.get(seed, []))]
         print(f"{chapter} {wrong['mistake']}: {slipped or 'caught on every seed'}", flush=True)
 
 
+def sweep_solved(chapter: str, seeds: list[int], scratch: Path) -> None:
+    course = Chapter(chapter)
+    grade_ids = [g for g, points in course.graded.items() if points > 0]
+    failures = course.failures(code_cells(course.notebook, None, ""), grade_ids, seeds, scratch)
+    lost = [(seed, reports[0].splitlines()[0][:120]) for seed, reports in failures.items()]
+    print(f"{chapter} solved: {lost or f'full marks on all {len(seeds)} seeds'}", flush=True)
+
+
 def main() -> None:
-    seeds = list(range(1, int(sys.argv[1]) + 1)) if len(sys.argv) > 1 else list(range(1, 9))
+    arguments = sys.argv[1:]
+    solved = arguments[:1] == ["--solved"]
+    arguments = arguments[1:] if solved else arguments
+    seeds = list(range(1, int(arguments[0]) + 1)) if arguments else list(range(1, 9))
     with tempfile.TemporaryDirectory(prefix="sweep-seeds-") as scratch:
-        for chapter in sys.argv[2:] or CHAPTERS:
-            sweep(chapter, seeds, Path(scratch))
+        for chapter in arguments[1:] or CHAPTERS:
+            (sweep_solved if solved else sweep)(chapter, seeds, Path(scratch))
 
 
 if __name__ == "__main__":
