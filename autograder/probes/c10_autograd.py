@@ -2,8 +2,7 @@
 the elementwise formulas and the transpose, the engine's check of what a node returns, backward formulas.
 
 Fixtures never go through the learner's recording: nodes are made by hand (`Node`, the op's node class) with the
-values their backward reads, so that a slip in one exercise costs points on that exercise only (`addmm_backward`,
-which calls `mm_gradients`, is the one exception: `BUILDS_ON`). The walk's
+values their backward reads, so that a slip in one exercise costs points on that exercise only. The walk's
 probes hand it their own graph, its dependency counts (counted while the probe builds the edges) and their own
 `run_node`, which records what the walk makes it do: neither the learner's counts nor their formulas are involved.
 """
@@ -47,9 +46,6 @@ YOURS = {
     "nll_loss_backward": "modulecraft.nn.functional:NllLossBackward0.backward",
     "addmm_backward": "modulecraft.nn.functional:AddmmBackward0.backward",
 }
-
-# linear's backward multiplies with the learner's `mm_gradients`.
-BUILDS_ON = {"c10_fix_addmm": ["c10_matmul_broadcast"]}
 
 ORDER_NAMES = ("SumBackward0", "AddBackward0", "ExpBackward0", "MulBackward0", "AccumulateGrad(a)",
                "AccumulateGrad(b)")
@@ -440,7 +436,7 @@ def cubic(w):
 
 @probe("c10_numeric_gradient_visible")
 def numeric_gradient_visible(yours, draw, check):
-    x, w = draw.array(draw.int(1, 3), draw.int(2, 4), dtype=np.float64), draw.array(1, dtype=np.float64)[0]
+    x, w = draw.array(draw.int(1, 3), draw.int(2, 4), dtype=np.float64), float(away_from_zero(draw, 1)[0])
     check(f"numeric_gradient(f, x) for f(x) = sum(w * x ** 3), x of shape {x.shape}",
           lambda: np.asarray(yours.numeric_gradient(cubic(w), x), dtype=np.float64), close=True,
           hint="see 10.5: one central difference (f(x + eps e_i) - f(x - eps e_i)) / (2 eps) per entry i of x, "
@@ -461,10 +457,14 @@ def numeric_gradient_hidden(yours, draw, check):
           close=True, hint="see 10.5: compute in float64 whatever x's dtype: in float32 a step of 1e-6 is lost in "
                            "rounding.")
     x64 = draw.array(draw.int(2, 4), dtype=np.float64)
-    kept = np.array(x64)
-    check("a float64 x after numeric_gradient: unchanged?",
-          lambda: (yours.numeric_gradient(lambda x_: float(np.sum(x_ ** 2)), x64), bool(np.array_equal(x64, kept)))[1],
-          hint="see 10.5: leave the caller's x unchanged: step a float64 copy.")
+    kept, intact = np.array(x64), []
+
+    def f(x_):
+        intact.append(bool(np.array_equal(x64, kept)))  # stepped and put back, it may still look unchanged after
+        return float(np.sum(x_ ** 2))
+    check("a float64 x while numeric_gradient calls f, and after it: unchanged?",
+          lambda: (yours.numeric_gradient(f, x64), [all(intact), bool(np.array_equal(x64, kept))])[1],
+          hint="see 10.5: leave the caller's x unchanged, also while f runs: step a float64 copy.")
 
 
 # -- exercise 6: elementwise formulas and the transpose ----------------------------------------------------------
@@ -476,7 +476,7 @@ ELEMENTWISE_HINT = ("see 10.6: out[i] depends on a[i] and b[i] alone: differenti
 
 
 def away_from_zero(draw, *shape):
-    """Values in [0.5, 2] with either sign: a divisor."""
+    """Values in [0.5, 2] with either sign: a divisor, a factor that hides nothing."""
     return draw.array(*shape, low=0.5, high=2.0) * np.where(draw.array(*shape) < 0, -1, 1).astype(np.float32)
 
 
@@ -734,11 +734,12 @@ def nll_node(draw, reduction, *, weighted, ignoring, one_dimensional=False):
     valid = np.ones(target.shape, dtype=bool)
     if ignoring:
         valid[draw.int(0, target.size - 1)] = False
-    class_weights = draw.array(classes, low=0.5, high=2.0) if weighted else np.ones(classes, dtype=np.float32)
+    # weights below 1: the total weight of the samples that count is never their number (a mean over samples shows)
+    class_weights = draw.array(classes, low=0.3, high=0.9) if weighted else np.ones(classes, dtype=np.float32)
     weights = np.where(valid, class_weights[target], 0).astype(np.float32)
     node = node_of(NllLossBackward0, (target, weights, valid, weights.sum()), reduction=reduction,
                    shape=(classes,) if one_dimensional else (n, classes))
-    grad = draw.array(n) if reduction == "none" else np.asarray(draw.array(1)[0])
+    grad = draw.array(n) if reduction == "none" else np.asarray(away_from_zero(draw, 1)[0])
     return node, grad
 
 
