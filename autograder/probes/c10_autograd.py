@@ -56,6 +56,11 @@ def leaf(draw, *shape, requires_grad=True):
     return Tensor(draw.array(*shape), requires_grad=requires_grad)
 
 
+def away_from_zero(draw, *shape):
+    """Values in [0.5, 2] with either sign: a divisor, a factor that hides nothing."""
+    return draw.array(*shape, low=0.5, high=2.0) * np.where(draw.array(*shape) < 0, -1, 1).astype(np.float32)
+
+
 class Made(Node):
     """A hand-made node (instances take attributes, such as how many outputs it has)."""
 
@@ -473,11 +478,6 @@ ELEMENTWISE_HINT = ("see 10.6: out[i] depends on a[i] and b[i] alone: differenti
                     "fixed (then in b[i] with a[i] fixed), sign included, multiply by grad[i], and write that for "
                     "every i at once; the node holds what the table of 10.6 says. Check each gradient with your "
                     "numeric_gradient (the cell under exercise 6 does).")
-
-
-def away_from_zero(draw, *shape):
-    """Values in [0.5, 2] with either sign: a divisor, a factor that hides nothing."""
-    return draw.array(*shape, low=0.5, high=2.0) * np.where(draw.array(*shape) < 0, -1, 1).astype(np.float32)
 
 
 def binary_node(name, a, b):
