@@ -594,10 +594,15 @@ def validate_visible(yours, draw, check):
 
 def validate_hidden(yours, draw, check):
     n = draw.int(2, 4)
-    for label, grad in (("a 0-d gradient", np.asarray(draw.array(1)[0])), ("a (1,) gradient", draw.array(1))):
-        node = ProbeBackward0(((None, 0), shaped_target(draw, (n,))))
-        check(f"validate_outputs for {label} going to an input of shape ({n},) (it broadcasts to ({n},), the "
-              "other way round)", lambda: validated(yours.validate_outputs, node, [None, grad]), hint=REFUSE_HINT)
+    # A leaf's AccumulateGrad gets no check of its own (torch's has none either): the engine's is the only one.
+    leaf_edge = (AccumulateGrad(leaf(draw, n)), 0)
+    output_nr = draw.int(0, 1)
+    recorded_edge = (produced(draw, n, output_nr=output_nr)._grad_fn, output_nr)
+    for label, grad, edge in (("a 0-d gradient going to a leaf", np.asarray(draw.array(1)[0]), leaf_edge),
+                              ("a (1,) gradient going to a recorded tensor", draw.array(1), recorded_edge)):
+        node = ProbeBackward0(((None, 0), edge))
+        check(f"validate_outputs for {label} of shape ({n},) (it broadcasts to ({n},), the other way round)",
+              lambda: validated(yours.validate_outputs, node, [None, grad]), hint=REFUSE_HINT)
     unknown = ProbeBackward0(((Node(()), 0), shaped_target(draw, (1, n))))
     check("validate_outputs when the shape is unknown (gradient_shape gives None), and for a gradient summed over "
           "both a leading and a stretched axis",

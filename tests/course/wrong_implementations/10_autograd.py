@@ -329,6 +329,13 @@ t_backward = F.TBackward0.backward''',
     ),
     dict(
         grade_id="c10_matmul_broadcast",
+        mistake="validate-skips-leaves",
+        feedback="a 0-d gradient going to a leaf",
+        edits=[("        if following is not None and grad is not None:\n",
+                "        if following is not None and grad is not None and not isinstance(following, AccumulateGrad):\n")],
+    ),
+    dict(
+        grade_id="c10_matmul_broadcast",
         mistake="validate-never-sums",
         feedback="is summed with unbroadcast",
         edits=[("                grad = unbroadcast(grad, shape)\n", "")],
