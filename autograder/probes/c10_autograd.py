@@ -1,9 +1,8 @@
 """Chapter 10's tests: recording, the engine's dependency counts, AccumulateGrad, the walk, the gradient checker,
-the engine's check of what a node returns, backward formulas.
+the elementwise formulas and the transpose, the engine's check of what a node returns, backward formulas.
 
 Fixtures never go through the learner's recording: nodes are made by hand (`Node`, the op's node class) with the
-values their backward reads, so that a slip in one exercise costs points on that exercise only (`addmm_backward`,
-which calls `mm_gradients`, is the one exception: `BUILDS_ON`). The walk's
+values their backward reads, so that a slip in one exercise costs points on that exercise only. The walk's
 probes hand it their own graph, its dependency counts (counted while the probe builds the edges) and their own
 `run_node`, which records what the walk makes it do: neither the learner's counts nor their formulas are involved.
 """
@@ -13,10 +12,12 @@ import numpy as np
 
 from modulecraft import no_grad
 from modulecraft.autograd.graph import _FREED, AccumulateGrad, Node
+from modulecraft.autograd.ops.elementwise import (AddBackward0, DivBackward0, ExpBackward0, MulBackward0, NegBackward0,
+                                                  PowBackward0, SubBackward0)
 from modulecraft.autograd.ops.reductions import MeanBackward0, MeanBackward1, SumBackward0, SumBackward1
 from modulecraft.autograd.tensor import Tensor, result
 from modulecraft.nn.functional import (AddmmBackward0, LogSoftmaxBackward0, NllLossBackward0, ReluBackward0,
-                                       _log_softmax_values)
+                                       TBackward0, _log_softmax_values)
 
 from . import Reference, probe
 
@@ -27,6 +28,14 @@ YOURS = {
     "accumulate_grad": "modulecraft.autograd.graph:AccumulateGrad.backward",
     "_walk": "modulecraft.autograd.engine:_walk",
     "numeric_gradient": "modulecraft.exercises.c10_autograd:numeric_gradient",
+    "add_gradients": "modulecraft.autograd.ops.elementwise:AddBackward0.gradients",
+    "sub_gradients": "modulecraft.autograd.ops.elementwise:SubBackward0.gradients",
+    "mul_gradients": "modulecraft.autograd.ops.elementwise:MulBackward0.gradients",
+    "div_gradients": "modulecraft.autograd.ops.elementwise:DivBackward0.gradients",
+    "neg_backward": "modulecraft.autograd.ops.elementwise:NegBackward0.backward",
+    "pow_backward": "modulecraft.autograd.ops.elementwise:PowBackward0.backward",
+    "exp_backward": "modulecraft.autograd.ops.elementwise:ExpBackward0.backward",
+    "t_backward": "modulecraft.nn.functional:TBackward0.backward",
     "validate_outputs": "modulecraft.autograd.engine:validate_outputs",
     "unbroadcast": "modulecraft.autograd.engine:unbroadcast",
     "mm_gradients": "modulecraft.autograd.ops.linalg:mm_gradients",
@@ -38,9 +47,6 @@ YOURS = {
     "addmm_backward": "modulecraft.nn.functional:AddmmBackward0.backward",
 }
 
-# linear's backward multiplies with the learner's `mm_gradients`.
-BUILDS_ON = {"c10_fix_addmm": ["c10_matmul_broadcast"]}
-
 ORDER_NAMES = ("SumBackward0", "AddBackward0", "ExpBackward0", "MulBackward0", "AccumulateGrad(a)",
                "AccumulateGrad(b)")
 
@@ -48,6 +54,11 @@ ORDER_NAMES = ("SumBackward0", "AddBackward0", "ExpBackward0", "MulBackward0", "
 # -- fixtures ------------------------------------------------------------------------------------------------------
 def leaf(draw, *shape, requires_grad=True):
     return Tensor(draw.array(*shape), requires_grad=requires_grad)
+
+
+def away_from_zero(draw, *shape):
+    """Values in [0.5, 2] with either sign: a divisor, a factor that hides nothing."""
+    return draw.array(*shape, low=0.5, high=2.0) * np.where(draw.array(*shape) < 0, -1, 1).astype(np.float32)
 
 
 class Made(Node):
@@ -154,14 +165,19 @@ def recording_hidden(yours, draw, check):
           lambda: [yours.edges((a,))[0][0] is yours.edges((a,))[0][0],
                    yours.edges((a,))[0][0] is yours.edges(((b if pick else a),))[0][0]],
           hint="see 10.1: a leaf has one AccumulateGrad for as long as a graph holds it: weak_accumulator(x).")
-    values = draw.shuffled([leaf(draw, 2)] + [leaf(draw, 2, requires_grad=draw.coin()) for _ in range(draw.int(0, 2))])
+    first = leaf(draw, 2, requires_grad=False) if draw.coin() else draw.array(2)
+    values = [first] + draw.shuffled([leaf(draw, 2)] + [leaf(draw, 2, requires_grad=draw.coin())
+                                                        for _ in range(draw.int(0, 2))])
 
     def under_no_grad():
         with no_grad():
             return yours._recording(*values)
-    check("_recording(*values) under no_grad(), and with grad mode on, for the same values",
-          lambda: [under_no_grad(), yours._recording(*values)],
+    check("_recording(*values) under no_grad(), some of the values requiring grad", under_no_grad,
           hint="see 10.1: nothing is recorded while grad mode is off, whatever requires grad.")
+    check("_recording(*values) with grad mode on, for the same values (the first does not require grad, a later "
+          "one does)", lambda: yours._recording(*values),
+          hint="see 10.1: with grad mode on, record as soon as any of the values is a Tensor that requires grad: "
+               "look at every value, not only the first.")
     check("edges of no inputs, and of inputs none of which requires grad",
           lambda: [edge_kinds(yours.edges, []), edge_kinds(yours.edges, [draw.array(2), 3, None])],
           hint="see 10.1: an input that is not a Tensor requiring grad gets the edge (None, 0).")
@@ -425,7 +441,7 @@ def cubic(w):
 
 @probe("c10_numeric_gradient_visible")
 def numeric_gradient_visible(yours, draw, check):
-    x, w = draw.array(draw.int(1, 3), draw.int(2, 4), dtype=np.float64), draw.array(1, dtype=np.float64)[0]
+    x, w = draw.array(draw.int(1, 3), draw.int(2, 4), dtype=np.float64), float(away_from_zero(draw, 1)[0])
     check(f"numeric_gradient(f, x) for f(x) = sum(w * x ** 3), x of shape {x.shape}",
           lambda: np.asarray(yours.numeric_gradient(cubic(w), x), dtype=np.float64), close=True,
           hint="see 10.5: one central difference (f(x + eps e_i) - f(x - eps e_i)) / (2 eps) per entry i of x, "
@@ -446,13 +462,96 @@ def numeric_gradient_hidden(yours, draw, check):
           close=True, hint="see 10.5: compute in float64 whatever x's dtype: in float32 a step of 1e-6 is lost in "
                            "rounding.")
     x64 = draw.array(draw.int(2, 4), dtype=np.float64)
-    kept = np.array(x64)
-    check("a float64 x after numeric_gradient: unchanged?",
-          lambda: (yours.numeric_gradient(lambda x_: float(np.sum(x_ ** 2)), x64), bool(np.array_equal(x64, kept)))[1],
-          hint="see 10.5: leave the caller's x unchanged: step a float64 copy.")
+    kept, intact = np.array(x64), []
+
+    def f(x_):
+        intact.append(bool(np.array_equal(x64, kept)))  # stepped and put back, it may still look unchanged after
+        return float(np.sum(x_ ** 2))
+    check("a float64 x while numeric_gradient calls f, and after it: unchanged?",
+          lambda: (yours.numeric_gradient(f, x64), [all(intact), bool(np.array_equal(x64, kept))])[1],
+          hint="see 10.5: leave the caller's x unchanged, also while f runs: step a float64 copy.")
 
 
-# -- exercise 6: the engine's check (validate_outputs), unbroadcast, matmul -----------------------------------------
+# -- exercise 6: elementwise formulas and the transpose ----------------------------------------------------------
+BINARY = {"add": AddBackward0, "sub": SubBackward0, "mul": MulBackward0, "div": DivBackward0}
+ELEMENTWISE_HINT = ("see 10.6: out[i] depends on a[i] and b[i] alone: differentiate out[i] in a[i] with b[i] held "
+                    "fixed (then in b[i] with a[i] fixed), sign included, multiply by grad[i], and write that for "
+                    "every i at once; the node holds what the table of 10.6 says. Check each gradient with your "
+                    "numeric_gradient (the cell under exercise 6 does).")
+
+
+def binary_node(name, a, b):
+    """The node of `a <op> b` as recorded: only Mul and Div keep their inputs."""
+    return node_of(BINARY[name], (a, b) if name in ("mul", "div") else None)
+
+
+def passed_on(gradients, node, grad, first, second):
+    """What a two-input node passes on: the pair its formula returns, None for an input that needs no gradient."""
+    found = gradients(node, grad, first, second)
+    try:
+        grad_a, grad_b = found
+    except (TypeError, ValueError):
+        return ["not a pair", type(found).__name__]
+    return arrays((grad_a if first else None, grad_b if second else None))
+
+
+@probe("c10_elementwise_visible")
+def elementwise_visible(yours, draw, check):
+    shape = (draw.int(1, 3), draw.int(2, 4))
+    a, b, grad = draw.array(*shape), away_from_zero(draw, *shape), draw.array(*shape)
+    for name in BINARY:
+        node = binary_node(name, a, b)
+        check(f"{name}_gradients(node, grad, True, True) for a and b of shape {shape}",
+              lambda: passed_on(getattr(yours, f"{name}_gradients"), node, grad, True, True), close=True,
+              hint=ELEMENTWISE_HINT)
+    check(f"neg_backward(node, grad) and exp_backward(node, grad) for an input of shape {shape}",
+          lambda: [arrays(yours.neg_backward(node_of(NegBackward0, None), grad)),
+                   arrays(yours.exp_backward(node_of(ExpBackward0, (np.exp(a),)), grad))], close=True,
+          hint=ELEMENTWISE_HINT + " ExpBackward0 holds exp(a), its output, not a.")
+    exponent = draw.choice((2, 3, 4))
+    check(f"pow_backward(node, grad) for a ** {exponent}",
+          lambda: arrays(yours.pow_backward(node_of(PowBackward0, (a,), exponent=exponent), grad)), close=True,
+          hint=ELEMENTWISE_HINT + " The exponent is self.exponent, a number.")
+    n, m = draw.sample(range(2, 6), 2)  # a gradient reshaped instead of transposed has the right shape only
+    check(f"t_backward(node, grad) for a ({n}, {m}) input: grad has the transpose's shape ({m}, {n})",
+          lambda: arrays(yours.t_backward(node_of(TBackward0, None), draw.array(m, n))), close=True,
+          hint="see 10.6: the transpose moves entry [i, j] of a to [j, i] of out, changing no value: the gradient of "
+               "a[i, j] is the entry of grad at out's position. Compare with your numeric_gradient.")
+
+
+@probe("c10_elementwise_hidden")
+def elementwise_hidden(yours, draw, check):
+    shape = (draw.int(2, 4),)
+    a, grad = draw.array(*shape), draw.array(*shape)
+    number = draw.choice((2.0, 0.5, -3.0, 4.0))
+    check(f"mul_gradients and div_gradients for a * {number} and a / {number} (b is a number that needs no "
+          "gradient: first=True, second=False)",
+          lambda: [passed_on(yours.mul_gradients, binary_node("mul", a, number), grad, True, False),
+                   passed_on(yours.div_gradients, binary_node("div", a, number), grad, True, False)], close=True,
+          hint=ELEMENTWISE_HINT + " b may be a number: the formula must work with one.")
+    b = away_from_zero(draw, *shape)
+    check("sub_gradients and div_gradients when only b needs a gradient (first=False, second=True)",
+          lambda: [passed_on(yours.sub_gradients, binary_node("sub", a, b), grad, False, True),
+                   passed_on(yours.div_gradients, binary_node("div", a, b), grad, False, True)], close=True,
+          hint=ELEMENTWISE_HINT)
+    with_zero = np.array(a)
+    with_zero[draw.int(0, shape[0] - 1)] = 0
+    check("pow_backward for a ** 0 at an a with a zero entry",
+          lambda: arrays(yours.pow_backward(node_of(PowBackward0, (with_zero,), exponent=0), grad)), close=True,
+          hint="see 10.6: a ** 0 is 1 whatever a is, so its gradient is 0 everywhere, a == 0 included (the general "
+               "rule would compute 0 * 0 ** -1 there, which is not a number): torch returns zeros.")
+    exponent = draw.choice((-2, -1, 0.5, 1.5))
+    positive = np.abs(b)
+    check(f"pow_backward for a ** {exponent}, a positive",
+          lambda: arrays(yours.pow_backward(node_of(PowBackward0, (positive,), exponent=exponent), grad)),
+          close=True, hint=ELEMENTWISE_HINT + " The exponent may be negative or a fraction.")
+    check("exp_backward on a node whose saved values were freed by a first backward",
+          lambda: arrays(yours.exp_backward(node_of(ExpBackward0, _FREED), grad)),
+          phrase="backward through the graph a second time",
+          hint="see 10.3: read the output with self.saved_values(), which raises torch's error once freed.")
+
+
+# -- exercise 7: the engine's check (validate_outputs), unbroadcast, matmul -----------------------------------------
 class ProbeBackward0(Node):
     """A node whose returned gradients the probes hand to validate_outputs."""
 
@@ -469,11 +568,11 @@ def validated(validate_outputs, node, grads):
     return arrays(validate_outputs(node, tuple(grads)))
 
 
-VALIDATE_HINT = ("see 10.6: for each edge (following, output_nr) with a gradient: the same shape as "
+VALIDATE_HINT = ("see 10.7: for each edge (following, output_nr) with a gradient: the same shape as "
                  "following.gradient_shape(output_nr) passes; a shape the input's can be broadcast to is summed with "
                  "unbroadcast (over the leading axes, then with keepdims over the stretched ones); (None, 0) edges and "
                  "None gradients pass as they are; return a tuple.")
-REFUSE_HINT = ("see 10.6: the input's shape must broadcast to the gradient's (align from the right: each size of the "
+REFUSE_HINT = ("see 10.7: the input's shape must broadcast to the gradient's (align from the right: each size of the "
                "input equal to the gradient's or 1, and no more axes than the gradient); else raise torch's "
                "RuntimeError naming the node, the edge's index, both shapes.")
 
@@ -495,10 +594,15 @@ def validate_visible(yours, draw, check):
 
 def validate_hidden(yours, draw, check):
     n = draw.int(2, 4)
-    for label, grad in (("a 0-d gradient", np.asarray(draw.array(1)[0])), ("a (1,) gradient", draw.array(1))):
-        node = ProbeBackward0(((None, 0), shaped_target(draw, (n,))))
-        check(f"validate_outputs for {label} going to an input of shape ({n},) (it broadcasts to ({n},), the "
-              "other way round)", lambda: validated(yours.validate_outputs, node, [None, grad]), hint=REFUSE_HINT)
+    # A leaf's AccumulateGrad gets no check of its own (torch's has none either): the engine's is the only one.
+    leaf_edge = (AccumulateGrad(leaf(draw, n)), 0)
+    output_nr = draw.int(0, 1)
+    recorded_edge = (produced(draw, n, output_nr=output_nr)._grad_fn, output_nr)
+    for label, grad, edge in (("a 0-d gradient going to a leaf", np.asarray(draw.array(1)[0]), leaf_edge),
+                              ("a (1,) gradient going to a recorded tensor", draw.array(1), recorded_edge)):
+        node = ProbeBackward0(((None, 0), edge))
+        check(f"validate_outputs for {label} of shape ({n},) (it broadcasts to ({n},), the other way round)",
+              lambda: validated(yours.validate_outputs, node, [None, grad]), hint=REFUSE_HINT)
     unknown = ProbeBackward0(((Node(()), 0), shaped_target(draw, (1, n))))
     check("validate_outputs when the shape is unknown (gradient_shape gives None), and for a gradient summed over "
           "both a leading and a stretched axis",
@@ -506,7 +610,7 @@ def validate_hidden(yours, draw, check):
           hint=VALIDATE_HINT)
 
 
-# (exercise 6) unbroadcast and matmul ------------------------------------------------------------------------------
+# (exercise 7) unbroadcast and matmul ------------------------------------------------------------------------------
 def broadcast_case(draw, leading):
     """An input shape whose first axis (size 1) was stretched, maybe a second axis too, plus `leading` new axes."""
     shape = (1,) + ((draw.choice((1, draw.int(2, 4))),) if draw.coin() else ())
@@ -515,7 +619,7 @@ def broadcast_case(draw, leading):
     return shape, draw.array(*out)
 
 
-MM_HINT = ("see 10.6: derive one entry, d loss / d a[i, k], and check the shapes: grad_a has a's shape, grad_b "
+MM_HINT = ("see 10.7: derive one entry, d loss / d a[i, k], and check the shapes: grad_a has a's shape, grad_b "
            "b's; compare with your numeric_gradient.")
 
 
@@ -525,7 +629,7 @@ def matmul_broadcast_visible(yours, draw, check):
     shape, grad = broadcast_case(draw, draw.int(1, 2))
     check(f"unbroadcast(grad, shape) for a gradient of shape {grad.shape} and an input of shape {shape}",
           lambda: np.asarray(yours.unbroadcast(grad, shape)), close=True,
-          hint="see 10.6: sum over the leading axes broadcasting added, then (keepdims) over each axis of size "
+          hint="see 10.7: sum over the leading axes broadcasting added, then (keepdims) over each axis of size "
                "1 in the input that was stretched.")
     n, k, m = draw.sample(range(1, 6), 3)  # three different sizes: a transpose too many or too few shows
     a, b, g = draw.array(n, k), draw.array(k, m), draw.array(n, m)
@@ -540,20 +644,20 @@ def matmul_broadcast_hidden(yours, draw, check):
     shape, grad = broadcast_case(draw, 0)
     check(f"unbroadcast for a gradient of shape {grad.shape} and an input of shape {shape} (no leading axes)",
           lambda: np.asarray(yours.unbroadcast(grad, shape)), close=True,
-          hint="see 10.6: an axis of size 1 that was stretched is summed with keepdims=True.")
+          hint="see 10.7: an axis of size 1 that was stretched is summed with keepdims=True.")
     same = draw.array(draw.int(1, 3), draw.int(1, 3))
     check("unbroadcast for a gradient that already has the input's shape",
           lambda: np.asarray(yours.unbroadcast(same, same.shape)), close=True,
-          hint="see 10.6: nothing to sum: return the gradient as it is.")
+          hint="see 10.7: nothing to sum: return the gradient as it is.")
     n, k, m = draw.int(1, 4), draw.int(1, 4), draw.int(1, 4)
     a, b, g = draw.array(k, n).T, draw.array(k, m), draw.array(n, m)
     first = draw.coin()
     check("mm_gradients with only one operand needing a gradient (the other gets None), a column-major a",
           lambda: arrays(tuple(yours.mm_gradients(g, a, b, first, not first))), close=True,
-          hint="see 10.6: the flags say which gradients to compute; None for the other.")
+          hint="see 10.7: the flags say which gradients to compute; None for the other.")
 
 
-# -- exercise 7: ReLU, sum, mean, log-softmax ----------------------------------------------------------------------
+# -- exercise 8: ReLU, sum, mean, log-softmax, the loss ----------------------------------------------------------------------
 def reduction_node(node_class, shape, axes, keepdims):
     return node_of(node_class, None, shape=shape, axes=axes, keepdims=keepdims)
 
@@ -572,14 +676,14 @@ def formulas_visible(yours, draw, check):
     grad = draw.array(*shape)
     check("relu_backward(node, grad): the gradient passes where the output is positive",
           lambda: arrays(yours.relu_backward(node_of(ReluBackward0, (out,)), grad)), close=True,
-          hint="see 10.7: where ReLU's output is 0 no gradient passes (at x == 0 too, by torch's convention); "
+          hint="see 10.8: where ReLU's output is 0 no gradient passes (at x == 0 too, by torch's convention); "
                "elsewhere it is the identity. The output is self.saved_values()[0].")
     axis = draw.int(0, 1)
     reduced = draw.array(*reduced_shape(shape, (axis,), False))
     check(f"sum_backward and mean_backward for a reduction over axis {axis} of a {shape} input",
           lambda: [arrays(yours.sum_backward(reduction_node(SumBackward1, shape, (axis,), False), reduced)),
                    arrays(yours.mean_backward(reduction_node(MeanBackward1, shape, (axis,), False), reduced))],
-          close=True, hint="see 10.7: each input entry gets the gradient of the sum it went into: put the "
+          close=True, hint="see 10.8: each input entry gets the gradient of the sum it went into: put the "
                            "reduced axes back, spread over the input's shape; a mean is a sum divided by how many "
                            "values it averaged.")
     logits = draw.array(*shape)
@@ -589,7 +693,7 @@ def formulas_visible(yours, draw, check):
           lambda: arrays(yours.nll_loss_backward(node, grad)), close=True, hint=NLL_HINT)
     check("log_softmax_backward(node, grad) over axis 1",
           lambda: arrays(yours.log_softmax_backward(node_of(LogSoftmaxBackward0, (log_p,), axis=1), grad)),
-          close=True, hint="see 10.7: every out[i] depends on every x[j] along the axis, so x[j]'s gradient "
+          close=True, hint="see 10.8: every out[i] depends on every x[j] along the axis, so x[j]'s gradient "
                            "collects a term from each out[i] of its own slice: a sum along self.axis only; "
                            "exp(out) is the softmax. Compare with your numeric_gradient.")
 
@@ -603,25 +707,25 @@ def formulas_hidden(yours, draw, check):
         method = getattr(yours, f"{name}_backward")
         check(f"{name}_backward for a full reduction of a {shape} input (keepdims={keepdims})",
               lambda: arrays(method(reduction_node(node_class, shape, None, keepdims), grad)), close=True,
-              hint="see 10.7: axes None means every axis was reduced.")
+              hint="see 10.8: axes None means every axis was reduced.")
     axes = tuple(sorted(draw.sample(range(3), 2)))
     grad = draw.array(*reduced_shape(shape, axes, True))
     check(f"mean_backward over axes {axes} with keepdims=True",
           lambda: arrays(yours.mean_backward(reduction_node(MeanBackward1, shape, axes, True), grad)), close=True,
-          hint="see 10.7: with keepdims the reduced axes are still there (size 1); divide by the product of "
+          hint="see 10.8: with keepdims the reduced axes are still there (size 1); divide by the product of "
                "their sizes.")
     rows = draw.array(draw.int(2, 4), draw.int(2, 4))
     log_p, grad = _log_softmax_values(rows, 0), draw.array(*rows.shape)
     check("log_softmax_backward over axis 0",
           lambda: arrays(yours.log_softmax_backward(node_of(LogSoftmaxBackward0, (log_p,), axis=0), grad)),
-          close=True, hint="see 10.7: the sum runs along self.axis.")
+          close=True, hint="see 10.8: the sum runs along self.axis.")
     for reduction in ("mean", draw.choice(["sum", "none"])):
         node, grad = nll_node(draw, reduction, weighted=True, ignoring=True)
         check(f"nll_loss_backward with class weights and an ignored sample, reduction={reduction!r}",
               lambda: arrays(yours.nll_loss_backward(node, grad)), close=True, hint=NLL_HINT)
     node, grad = nll_node(draw, "mean", weighted=False, ignoring=False, one_dimensional=True)
     check("nll_loss_backward for a single (C,) input", lambda: arrays(yours.nll_loss_backward(node, grad)),
-          close=True, hint="see 10.7: a (C,) input is one sample: its gradient has the input's shape (C,).")
+          close=True, hint="see 10.8: a (C,) input is one sample: its gradient has the input's shape (C,).")
     check("relu_backward on a node whose saved values were freed by a first backward",
           lambda: arrays(yours.relu_backward(node_of(ReluBackward0, _FREED), draw.array(2))),
           phrase="backward through the graph a second time",
@@ -635,19 +739,20 @@ def nll_node(draw, reduction, *, weighted, ignoring, one_dimensional=False):
     valid = np.ones(target.shape, dtype=bool)
     if ignoring:
         valid[draw.int(0, target.size - 1)] = False
-    class_weights = draw.array(classes, low=0.5, high=2.0) if weighted else np.ones(classes, dtype=np.float32)
+    # weights below 1: the total weight of the samples that count is never their number (a mean over samples shows)
+    class_weights = draw.array(classes, low=0.3, high=0.9) if weighted else np.ones(classes, dtype=np.float32)
     weights = np.where(valid, class_weights[target], 0).astype(np.float32)
     node = node_of(NllLossBackward0, (target, weights, valid, weights.sum()), reduction=reduction,
                    shape=(classes,) if one_dimensional else (n, classes))
-    grad = draw.array(n) if reduction == "none" else np.asarray(draw.array(1)[0])
+    grad = draw.array(n) if reduction == "none" else np.asarray(away_from_zero(draw, 1)[0])
     return node, grad
 
 
-NLL_HINT = ("see 10.7: only x[i, t_i] takes part in loss_i, so each row's gradient is 0 but at its class; the mean "
+NLL_HINT = ("see 10.8: only x[i, t_i] takes part in loss_i, so each row's gradient is 0 but at its class; the mean "
             "divides by the total weight (not by N); an ignored sample has weight 0.")
 
 
-# -- exercise 8: find the bug in linear's backward ---------------------------------------------------------------
+# -- exercise 9: find the bug in linear's backward ---------------------------------------------------------------
 def addmm_node(draw, bias, needs_input):
     n, k, m = draw.int(2, 4), *draw.sample(range(2, 6), 2)  # in and out sizes differ: a transposed gradient shows
     x, weight, grad = draw.array(n, k), draw.array(m, k), draw.array(n, m)
@@ -688,7 +793,7 @@ def fix_addmm_visible(yours, draw, check):
     check("addmm_backward(node, grad) for linear with a bias, in and out sizes different: the gradients of bias, "
           "input and weight.T (each summed to its input's shape, as the engine does)",
           lambda: summed(yours.addmm_backward(node, grad), addmm_shapes(node)), close=True,
-          hint="see 10.8: one gradient per edge, in torch's order (bias, input, weight.T), each with its input's "
+          hint="see 10.9: one gradient per edge, in torch's order (bias, input, weight.T), each with its input's "
                "shape or (the bias's) a shape the engine can sum to it: weight.T's has weight.T's shape. Check each "
                "with your numeric_gradient on a layer whose in and out sizes differ.")
 
@@ -698,8 +803,8 @@ def fix_addmm_hidden(yours, draw, check):
     node, grad = addmm_node(draw, draw.coin(), False)
     check("addmm_backward when the input needs no gradient (and the bias may not either)",
           lambda: summed(yours.addmm_backward(node, grad), addmm_shapes(node)), close=True,
-          hint="see 10.8: None for each edge that is (None, 0).")
+          hint="see 10.9: None for each edge that is (None, 0).")
     node, grad = addmm_node(draw, True, draw.coin())
     check("the gradients for a drawn batch size, summed to their inputs' shapes",
           lambda: summed(yours.addmm_backward(node, grad), addmm_shapes(node)), close=True,
-          hint="see 10.8: each gradient has its input's shape, or (the bias's) a shape the engine can sum to it.")
+          hint="see 10.9: each gradient has its input's shape, or (the bias's) a shape the engine can sum to it.")

@@ -28,6 +28,13 @@ WRONG_IMPLEMENTATIONS = [
     ),
     dict(
         grade_id="c10_recording",
+        mistake="recording-looks-at-first-value",
+        feedback="not only the first",
+        edits=[("    return any(isinstance(value, Tensor) and value.requires_grad for value in values)",
+                "    return bool(values) and isinstance(values[0], Tensor) and values[0].requires_grad")],
+    ),
+    dict(
+        grade_id="c10_recording",
         mistake="delegates-to-reference-recording",
         feedback="does not exist while grading",
         source='''from modulecraft.autograd.tensor import edges
@@ -236,7 +243,78 @@ accumulate_grad = AccumulateGrad.backward''',
         feedback="does not exist while grading",
         source='''from modulecraft.exercises.c10_autograd import numeric_gradient''',
     ),
-    # -- exercise 6: the engine's check of what a node returns, matrix products
+    # -- exercise 6: elementwise formulas and the transpose
+    dict(
+        grade_id="c10_elementwise",
+        mistake="sub-same-sign",
+        feedback="sub_gradients(node, grad, True, True)",
+        edits=[("return (grad if first else None), (-grad if second else None)",
+                "return (grad if first else None), (grad if second else None)")],
+    ),
+    dict(
+        grade_id="c10_elementwise",
+        mistake="mul-own-factor",
+        feedback="mul_gradients(node, grad, True, True)",
+        edits=[("return (grad * b if first else None), (grad * a if second else None)",
+                "return (grad * a if first else None), (grad * b if second else None)")],
+    ),
+    dict(
+        grade_id="c10_elementwise",
+        mistake="div-divisor-forgets-numerator",
+        feedback="div_gradients(node, grad, True, True)",
+        edits=[("(-grad * a / (b * b) if second else None)", "(-grad / (b * b) if second else None)")],
+    ),
+    dict(
+        grade_id="c10_elementwise",
+        mistake="neg-passes-as-is",
+        feedback="neg_backward(node, grad)",
+        edits=[("    return (-grad,)\n", "    return (grad,)\n")],
+    ),
+    dict(
+        grade_id="c10_elementwise",
+        mistake="pow-exponent-not-lowered",
+        feedback="pow_backward(node, grad) for a **",
+        edits=[("a ** (self.exponent - 1)", "a ** self.exponent")],
+    ),
+    dict(
+        grade_id="c10_elementwise",
+        mistake="pow-zero-not-a-number",
+        feedback="its gradient is 0 everywhere, a == 0 included",
+        edits=[("    if self.exponent == 0:  # a constant: 0 everywhere, where the general rule would compute 0 * 0 ** -1\n"
+                "        return (np.zeros_like(grad * a),)\n", "")],
+    ),
+    dict(
+        grade_id="c10_elementwise",
+        mistake="exp-recomputes-from-output",
+        feedback="holds exp(a), its output",
+        edits=[("    return (grad * out,)", "    return (grad * np.exp(out),)")],
+    ),
+    dict(
+        grade_id="c10_elementwise",
+        mistake="exp-reads-private-saved",
+        feedback="saved_values()",
+        edits=[("    (out,) = self.saved_values()\n    return (grad * out,)", "    (out,) = self._saved\n    return (grad * out,)")],
+    ),
+    dict(
+        grade_id="c10_elementwise",
+        mistake="transpose-reshaped",
+        feedback="t_backward(node, grad)",
+        edits=[("    return (grad.T,)", "    return (grad.reshape(grad.shape[::-1]),)")],
+    ),
+    dict(
+        grade_id="c10_elementwise",
+        mistake="delegates-to-reference-elementwise",
+        feedback="does not exist while grading",
+        source='''add_gradients = elementwise.AddBackward0.gradients
+sub_gradients = elementwise.SubBackward0.gradients
+mul_gradients = elementwise.MulBackward0.gradients
+div_gradients = elementwise.DivBackward0.gradients
+neg_backward = elementwise.NegBackward0.backward
+pow_backward = elementwise.PowBackward0.backward
+exp_backward = elementwise.ExpBackward0.backward
+t_backward = F.TBackward0.backward''',
+    ),
+    # -- exercise 7: the engine's check of what a node returns, matrix products
     dict(
         grade_id="c10_matmul_broadcast",
         mistake="validate-accepts-any-broadcast",
@@ -248,6 +326,13 @@ accumulate_grad = AccumulateGrad.backward''',
                 "                    np.broadcast_shapes(got, shape)  # they broadcast together: not the same question\n"
                 "                except ValueError:\n"
                 "                    raise")],
+    ),
+    dict(
+        grade_id="c10_matmul_broadcast",
+        mistake="validate-skips-leaves",
+        feedback="a 0-d gradient going to a leaf",
+        edits=[("        if following is not None and grad is not None:\n",
+                "        if following is not None and grad is not None and not isinstance(following, AccumulateGrad):\n")],
     ),
     dict(
         grade_id="c10_matmul_broadcast",
@@ -295,7 +380,7 @@ accumulate_grad = AccumulateGrad.backward''',
 unbroadcast = engine.unbroadcast
 mm_gradients = linalg.mm_gradients''',
     ),
-    # -- exercise 7: ReLU, sum, mean, log-softmax
+    # -- exercise 8: ReLU, sum, mean, log-softmax, the loss
     dict(
         grade_id="c10_formulas",
         mistake="relu-passes-at-zero",
@@ -345,30 +430,25 @@ mean_backward = reductions.MeanBackward0.backward
 log_softmax_backward = F.LogSoftmaxBackward0.backward
 nll_loss_backward = F.NllLossBackward0.backward''',
     ),
-    # -- exercise 8: linear's backward
+    # -- exercise 9: linear's backward
     dict(
         grade_id="c10_fix_addmm",
         mistake="keeps-colleagues-transpose",
         feedback="weight.T's shape",
-        edits=[("return (grad if bias is not None else None, grad_input, grad_weight_t)",
-                "return (grad if bias is not None else None, grad_input,\n"
-                "            grad.T @ inputs if weight_edge is not None else None)")],
+        edits=[("grad_weight_t = inputs.T @ grad if", "grad_weight_t = grad.T @ inputs if")],
     ),
     dict(
         grade_id="c10_fix_addmm",
         mistake="bias-summed-over-features",
         feedback="a shape the engine can sum to it",
-        edits=[("return (grad if bias is not None else None, grad_input, grad_weight_t)",
-                "return (grad.sum(axis=1) if bias is not None else None, grad_input, grad_weight_t)")],
+        edits=[("grad_bias = grad if bias", "grad_bias = grad.sum(axis=1) if bias")],
     ),
     dict(
         grade_id="c10_fix_addmm",
         mistake="gradients-for-none-edges",
         feedback="None for each edge that is (None, 0)",
-        edits=[("mm_gradients(grad, inputs, weight_t, input_edge is not None, weight_edge is not None)",
-                "mm_gradients(grad, inputs, weight_t, True, True)"),
-               ("return (grad if bias is not None else None, grad_input, grad_weight_t)",
-                "return (grad, grad_input, grad_weight_t)")],
+        edits=[(" if bias is not None else None", ""), (" if input_edge is not None else None", ""),
+               (" if weight_edge is not None else None", "")],
     ),
     dict(
         grade_id="c10_fix_addmm",
