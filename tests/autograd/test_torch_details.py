@@ -184,3 +184,14 @@ def test_the_messages_of_a_post_accumulate_hook_that_returns_and_of_requires_gra
                         "only Tensors of floating point and complex dtype can require gradients"))
 
     on_both(scenario)
+
+
+@pytest.mark.parametrize("exponent", [-1, 0.5, 0, 1, 2, 3.0, -2])
+def test_every_power_records_pow_backward(exponent):
+    """numpy's `**` computes some exponents by other functions (-1: reciprocal, 0.5: sqrt); torch records a power."""
+    def scenario(lib):
+        x = lib_leaf(lib, [1.0, 2.0, 4.0])
+        y = x ** exponent
+        y.sum().backward()
+        return y.grad_fn.name(), y, x.grad
+    on_both(scenario)

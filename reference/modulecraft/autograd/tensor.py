@@ -305,6 +305,14 @@ class Tensor(np.ndarray):
                                      getattr(ufunc, method)(*raw, **kwargs))
         return rule(inputs, raw)
 
+    def __pow__(self, exponent):
+        """``np.power``: ndarray's ``**`` takes shortcuts for some exponents (``-1`` computes ``np.reciprocal``,
+        ``0.5`` ``np.sqrt``), which would record nodes torch's ``**`` never records (it records ``PowBackward0``)."""
+        return np.power(self, exponent)
+
+    def __ipow__(self, exponent):
+        return np.power(self, exponent, out=(self,))
+
     def __array_function__(self, func, types, args, kwargs):
         plain_kwargs = {key: plain(value) for key, value in kwargs.items()} if kwargs else kwargs
         if _grad_state.enabled and _any_tracked(args, kwargs):
