@@ -24,7 +24,7 @@ INT64 = 2**63  # sizes, strides, offsets and counts are ints below it, checked b
 # size, and never more than a ceiling. Opcodes bound the time the walk takes; what unpickling and rebuilding builds
 # is counted as the memory its objects take (estimated in pickle_scan, both copies of each object, the unpickled
 # one and the one returned: about 1.5 times what they take). Real state_dicts come to 38-53 bytes a byte of pickle
-# and 2.3-3.9 kB a tensor; an Adam state_dict of 100,000 tensors (the tensors limit) to about 400 MB.
+# and about 4 kB a tensor; an Adam state_dict of 100,000 tensors (the tensors limit) to about 400 MB.
 PICKLE_BYTES = 32 * 2**20
 OPCODES = 100_000
 OPCODES_PER_BYTE = 0.5

@@ -72,7 +72,7 @@ _SET = {"ADDITEMS", "FROZENSET"}  # hash every item
 
 
 # What a load holds for each object an opcode builds, in bytes: the unpickled object, the copy materialise()
-# returns and its entry in materialise's table of objects made (measured on CPython 3.11-3.13, rounded up): an
+# returns and its entry in materialise's table of objects made (measured on CPython 3.11, rounded up): an
 # empty dict 64 + 64, a set 216 + 216, an entry about 100. Scalars are returned as they are. Strings and bytes
 # add their length (four bytes a character at most).
 _COSTS = {_PUSH: 32, _BIG_INT: 48, _STRING: 64, _MUTABLE: 256, _TUPLE: 160, _LIST: 256, _DICT: 256,
