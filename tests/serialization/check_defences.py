@@ -2,7 +2,7 @@
 
 For every entry, a copy of the package with that one check replaced is put first on ``PYTHONPATH`` and the
 named test files run against it; the script prints the first failing test, and exits non-zero if a removed
-defence went unnoticed. Run from the repository root (half an hour for all 52 on a loaded machine; name some):
+defence went unnoticed. Run from the repository root (half an hour for all 55 on a loaded machine; name some):
 ``.venv/bin/python -m tests.serialization.check_defences [name ...]``.
 """
 

@@ -137,7 +137,7 @@ def check_opcodes(data: bytes) -> None:
             start = position
             name, kind, layout, form, width, marked, pops, cost = table[data[position]]
             position += 1
-            # the argument, every length checked against the data (slicing past its end gives fewer bytes)
+            # the argument, every length checked against the data
             if layout:
                 if layout == _FIXED_SIZE:
                     if position + width > end:
