@@ -2,7 +2,7 @@
 
 For every entry, a copy of the package with that one check replaced is put first on ``PYTHONPATH`` and the
 named test files run against it; the script prints the first failing test, and exits non-zero if a removed
-defence went unnoticed. Run from the repository root (half an hour for all 52 on a loaded machine; name some):
+defence went unnoticed. Run from the repository root (half an hour for all 55 on a loaded machine; name some):
 ``.venv/bin/python -m tests.serialization.check_defences [name ...]``.
 """
 
@@ -35,14 +35,18 @@ DEFENCES = {  # name: (file in serialization/, the test files that must fail, th
         'pickle_scan.py', 'test_hostile_checkpoints.py',
         'if index > len(memo):',
         'if False:'),
-    'object limit': (
-        'pickle_scan.py', 'test_resource_bounds.py',
-        '            if objects > limits.OBJECTS:',
-        '            if False:'),
+    'object memory limit': (
+        'pickle_scan.py', 'test_resource_bounds.py test_size_bounds.py',
+        '    if spent > allowed:',
+        '    if False:'),
+    'object memory of calls': (
+        'pickle_scan.py', 'test_size_bounds.py',
+        'spent += cost + _ITEM * len(items)',
+        'spent += 0'),
     'opcodes limit': (
         'pickle_scan.py', 'test_size_bounds.py',
-        '            if opcodes > limits.OPCODES:',
-        '            if False:'),
+        '                if opcodes > opcodes_allowed:',
+        '                if False:'),
     'hashed nodes': (
         'pickle_scan.py', 'test_size_bounds.py',
         '    if hashed > limits.HASHED_NODES:',
@@ -206,8 +210,16 @@ DEFENCES = {  # name: (file in serialization/, the test files that must fail, th
         '\n    if False:\n        raise CheckpointError'),
     'header nodes': (
         'header.py', 'test_size_bounds.py',
-        '    if nodes > limits.HEADER_NODES:',
+        '    if nodes > allowed:',
         '    if False:'),
+    'header nodes ceiling': (
+        'header.py', 'test_size_bounds.py',
+        'allowed = min(limits.HEADER_NODES_MOST, ',
+        'allowed = min(2**62, '),
+    'object memory ceiling': (
+        'pickle_scan.py', 'test_size_bounds.py',
+        'allowed = min(limits.OBJECT_BYTES_MOST, ',
+        'allowed = min(2**62, '),
     'header chosen hashes': (
         'header.py', 'test_size_bounds.py',
         '            if self.chosen > limits.CHOSEN_HASH_NODES:',

@@ -46,13 +46,17 @@ _DTYPES = {dtype.newbyteorder(order).str for kind in dtypes.ALL if kind.widen is
 
 def parse_json(text: str | bytes, what: str) -> Any:
     """``json.loads(text)``, once an upper bound of the values it holds (a value starts the text or follows one
-    of ``[{,:``) is within the header nodes limit: each costs Python 30 to 90 bytes, so junk like 100 MB of ``[]``
-    would take gigabytes."""
+    of ``[{,:``) is within the header nodes limit, a small allowance plus so many per byte up to a ceiling: each
+    value costs Python 30 to 90 bytes, so junk like 100 MB of ``[]`` would take gigabytes."""
     marks = (b"[", b"{", b",", b":") if isinstance(text, bytes) else ("[", "{", ",", ":")
     nodes = 1 + sum(text.count(mark) for mark in marks)
-    if nodes > limits.HEADER_NODES:
-        raise CheckpointError(f"{what} may hold {nodes} JSON values, more than the {limits.HEADER_NODES} of the "
-                              "header nodes limit (a header of 100,000 tensors has about 1.7 million)")
+    allowed = min(limits.HEADER_NODES_MOST, limits.HEADER_NODES + int(limits.HEADER_NODES_PER_BYTE * len(text)))
+    if nodes > allowed:
+        raise CheckpointError(f"{what} may hold {nodes} JSON values in {len(text)} bytes, more than the {allowed} "
+                              f"of the header nodes limit ({limits.HEADER_NODES} plus "
+                              f"{limits.HEADER_NODES_PER_BYTE} per byte, at most {limits.HEADER_NODES_MOST}, as "
+                              "many as a header of 100,000 tensors has; headers written by safetensors and "
+                              "modulecraft have at most 0.33 per byte)")
     return json.loads(text)
 
 

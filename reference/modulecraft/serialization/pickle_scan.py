@@ -7,8 +7,10 @@ fit in the data), requires memo indices in order (as every pickler writes them),
 :class:`_Value` per object, to count what unpickling and :func:`~modulecraft.serialization.torch_pickle.materialise`
 will cost: opcodes, objects built, how deeply tuples nest (hashing a tuple nested a million deep crashes the
 interpreter), and the nodes hashed, unfolded (a key that is a memoised tuple DAG 60 levels deep has 2**60),
-those whose hash a file can choose counted apart (see :mod:`~modulecraft.serialization.limits`). Each count is
-refused as soon as it passes its limit, so checking costs at most the opcodes limit's worth of work.
+those whose hash a file can choose counted apart (see :mod:`~modulecraft.serialization.limits`). Opcodes and the
+memory of the objects built (estimated per opcode, :data:`_COSTS`) are bounded by the bytes walked so far, so
+checking and then loading cost time and memory linear in the pickle's size; each count is refused as soon as it
+passes its limit.
 """
 
 from __future__ import annotations
@@ -69,10 +71,22 @@ _KEYED = {"SETITEM", "SETITEMS", "DICT"}  # hash every other item
 _SET = {"ADDITEMS", "FROZENSET"}  # hash every item
 
 
-def _table() -> dict[int, tuple]:
-    """Per opcode byte: its name, kind, how its argument is laid out, whether it pops to a mark, and how many
-    other items it pops (before the mark: e.g. the list APPENDS adds to, which stays on the stack)."""
-    table = {}
+# What a load holds for each object an opcode builds, in bytes: the unpickled object, the copy materialise()
+# returns and its entry in materialise's table of objects made (measured on CPython 3.11, rounded up): an
+# empty dict 64 + 64, a set 216 + 216, an entry about 100. Scalars are returned as they are. Strings and bytes
+# add their length (four bytes a character at most).
+_COSTS = {_PUSH: 32, _BIG_INT: 48, _STRING: 64, _MUTABLE: 256, _TUPLE: 160, _LIST: 256, _DICT: 256,
+          _FROZENSET: 576, _GLOBAL: 256, _STACK_GLOBAL: 256, _REDUCE: 384, _NEWOBJ: 384, _OBJ: 384, _OPAQUE: 384}
+_COSTS_BY_NAME = {"EMPTY_SET": 576, "BYTEARRAY8": 256}
+_ITEM = 64  # each item put in a container or tuple: a slot in both copies, or a dict's or set's entry (pairs: 128)
+_HASHED_ITEM = 256  # each node set() or OrderedDict() is called on: a set's entry in both copies, its list's slot
+
+
+def _table() -> list:
+    """Per opcode byte: its name, kind, how its argument is laid out, whether it pops to a mark, how many other
+    items it pops (before the mark: e.g. the list APPENDS adds to, which stays on the stack), and the bytes of
+    memory the object it builds takes (see _COSTS); None for bytes that are no opcode."""
+    table = [None] * 256
     for opcode in pickletools.opcodes:
         argument = opcode.arg
         if argument is None:
@@ -86,8 +100,9 @@ def _table() -> dict[int, tuple]:
         before = opcode.stack_before
         marked = pickletools.markobject in before
         pops = before.index(pickletools.markobject) if marked else len(before)
-        table[opcode.code.encode("latin-1")[0]] = (opcode.name, _KINDS.get(opcode.name, _PUSH), *layout, marked,
-                                                   pops)
+        kind = _KINDS.get(opcode.name, _PUSH)
+        cost = _COSTS_BY_NAME.get(opcode.name, _COSTS.get(kind, 0))
+        table[opcode.code.encode("latin-1")[0]] = (opcode.name, kind, *layout, marked, pops, cost)
     return table
 
 
@@ -112,42 +127,51 @@ def check_opcodes(data: bytes) -> None:
     marks: list[int] = []
     memo: list[_Value] = []
     scalar = _Value()  # every int, float, bytes, None or bool: never changed, so one value serves them all
-    objects = opcodes = hashed = chosen = 0
+    opcodes = hashed = chosen = spent = 0  # spent: bytes of memory the objects built so far take in a load
     position, end = 0, len(data)
-    unpack_from = struct.unpack_from
+    table, unpack_from = _TABLE, struct.unpack_from
+    # the limits at the position last checked: they only grow, so a count below them needs no arithmetic
+    opcodes_allowed, memory_allowed = limits.OPCODES, limits.OBJECT_BYTES
     try:
         while True:
             start = position
-            name, kind, layout, form, width, marked, pops = _TABLE[data[position]]
+            name, kind, layout, form, width, marked, pops, cost = table[data[position]]
             position += 1
-            opcodes += 1
-            if opcodes > limits.OPCODES:
-                raise CheckpointError(f"the checkpoint's pickle has more than {limits.OPCODES} opcodes (the opcodes "
-                                      "limit), more than any checkpoint modulecraft reads needs")
             # the argument, every length checked against the data
-            if layout == _FIXED_SIZE:
-                if position + width > end:
-                    raise CheckpointError(f"the checkpoint's pickle is damaged (truncated at byte {start})")
-                argument = data[position] if width == 1 else unpack_from(form, data, position)[0] if form else None
-                position += width
-            elif layout == _COUNTED:
-                if position + width > end:
-                    raise CheckpointError(f"the checkpoint's pickle is damaged (truncated at byte {start})")
-                length = unpack_from(form, data, position)[0]
-                position += width
-                if length < 0 or position + length > end:
-                    raise CheckpointError(f"the checkpoint's pickle is damaged: it declares {length} bytes at byte "
-                                          f"{start}, more than it holds")
-                argument = (position, length)
-                position += length
-            elif layout == _LINES:
-                argument = []
-                for _ in range(width):
-                    newline = data.index(b"\n", position)
-                    argument.append(data[position:newline])
-                    position = newline + 1
-            if kind == _MARK:
-                marks.append(len(stack))
+            if layout:
+                if layout == _FIXED_SIZE:
+                    if position + width > end:
+                        raise CheckpointError(f"the checkpoint's pickle is damaged (truncated at byte {start})")
+                    argument = data[position] if width == 1 else \
+                        unpack_from(form, data, position)[0] if form else None
+                    position += width
+                elif layout == _COUNTED:
+                    if position + width > end:
+                        raise CheckpointError(f"the checkpoint's pickle is damaged (truncated at byte {start})")
+                    length = unpack_from(form, data, position)[0]
+                    position += width
+                    if length < 0 or position + length > end:
+                        raise CheckpointError(f"the checkpoint's pickle is damaged: it declares {length} bytes at "
+                                              f"byte {start}, more than it holds")
+                    argument = (position, length)
+                    position += length
+                    cost += 4 * length
+                elif layout == _LINES:
+                    argument = []
+                    for _ in range(width):
+                        newline = data.index(b"\n", position)
+                        argument.append(data[position:newline])
+                        position = newline + 1
+                    cost += 4 * (position - start)
+            opcodes += 1
+            if opcodes > opcodes_allowed:
+                opcodes_allowed = limits.OPCODES + int(limits.OPCODES_PER_BYTE * position)
+                if opcodes > opcodes_allowed:
+                    raise CheckpointError(f"the checkpoint's pickle has {opcodes} opcodes in its first {position} "
+                                          f"bytes, more than the opcodes limit ({limits.OPCODES} plus "
+                                          f"{limits.OPCODES_PER_BYTE} a byte; torch.save writes at most 0.41 a byte)")
+            if kind == _GET:
+                stack.append(memo[argument if layout == _FIXED_SIZE else int(argument[0])])
                 continue
             if kind == _PUT or kind == _MEMOIZE:
                 index = len(memo) if kind == _MEMOIZE else argument if layout == _FIXED_SIZE else int(argument[0])
@@ -159,8 +183,14 @@ def check_opcodes(data: bytes) -> None:
                 else:
                     memo[index] = stack[-1]
                 continue
-            if kind == _GET:
-                stack.append(memo[argument if layout == _FIXED_SIZE else int(argument[0])])
+            if kind == _MARK:
+                marks.append(len(stack))
+                continue
+            if kind == _PUSH:  # the commonest objects: no items, no hashing
+                stack.append(scalar)
+                spent += cost
+                if spent > memory_allowed:
+                    memory_allowed = _memory_allowed(spent, position)
                 continue
             if kind == _DUP:
                 stack.append(stack[-1])
@@ -185,21 +215,17 @@ def check_opcodes(data: bytes) -> None:
                 container = stack[-1] if marked else items.pop(0)
                 container.size = min(_CAP, container.size + sum(item.size for item in items))
                 container.chosen = min(_CAP, container.chosen + sum(item.chosen for item in items))
-                if not marked:
-                    stack.append(container)
+                value = None if marked else container
             if name in _KEYED:
                 hashed, chosen = _hash(items[0::2], hashed, chosen)
             elif name in _SET:
                 hashed, chosen = _hash(items, hashed, chosen)
+            spent += cost + _ITEM * len(items)
             if kind == _ADD:
-                continue
-            if kind == _BUILD:  # sets the state's keys as attributes: hashes them again
-                instance, state = items
+                pass
+            elif kind == _BUILD:  # sets the state's keys as attributes: hashes them again
+                value, state = items
                 hashed, chosen = _count(hashed + state.size, chosen + state.chosen)
-                stack.append(instance)
-                continue
-            if kind == _PUSH:
-                value = scalar
             elif kind == _MUTABLE:  # an empty list, dict, set or a bytearray, filled in place later
                 value = _Value()
             elif kind == _STRING:
@@ -224,21 +250,34 @@ def check_opcodes(data: bytes) -> None:
             else:  # _OPAQUE, or a call's result: made by our code (a storage, a tensor, a number), one node
                 if kind == _REDUCE and items[0].tag == _HASHES:  # set(items) or OrderedDict(pairs)
                     hashed, chosen = _count(hashed + items[1].size, chosen + items[1].inner)
+                    spent += _HASHED_ITEM * items[1].size
                 elif kind == _OBJ:  # OBJ: the callable, then its arguments; INST names it in its argument
                     callable_tag = items.pop(0).tag if name == "OBJ" else \
                         _HASHES if tuple(argument) in _HASHING_CALLABLES else None
                     if callable_tag == _HASHES:
                         hashed, chosen = _hash(items, hashed, chosen)
+                        spent += _HASHED_ITEM * len(items)
                 value = _Value(chosen=1)
-            stack.append(value)
-            objects += 1
-            if objects > limits.OBJECTS:
-                raise CheckpointError(f"the checkpoint's pickle builds more than {limits.OBJECTS} objects (the objects "
-                                      "limit), more than any checkpoint modulecraft reads needs")
+            if value is not None:
+                stack.append(value)
+            if spent > memory_allowed:
+                memory_allowed = _memory_allowed(spent, position)
     except CheckpointError:
         raise
     except Exception as error:  # running off the data or the stack, a bad memo index: a malformed pickle
         raise CheckpointError(f"the checkpoint's pickle is damaged ({type(error).__name__}: {error})") from None
+
+
+def _memory_allowed(spent: int, position: int) -> int:
+    """The memory the objects built in the first ``position`` bytes may take, if ``spent`` is within it."""
+    allowed = min(limits.OBJECT_BYTES_MOST, limits.OBJECT_BYTES + limits.OBJECT_BYTES_PER_BYTE * position)
+    if spent > allowed:
+        raise CheckpointError(f"the checkpoint's pickle builds objects taking about {spent // 2**20} MB in its "
+                              f"first {position} bytes, more than the object memory limit "
+                              f"({limits.OBJECT_BYTES // 2**20} MB plus {limits.OBJECT_BYTES_PER_BYTE} bytes per "
+                              f"byte of pickle, at most {limits.OBJECT_BYTES_MOST // 2**20} MB; torch.save's "
+                              "state_dicts take at most 53 bytes per byte)")
+    return allowed
 
 
 def _hash(keys: list[_Value], hashed: int, chosen: int) -> tuple[int, int]:

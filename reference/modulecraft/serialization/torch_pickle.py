@@ -198,6 +198,7 @@ class StateDictUnpickler(pickle.Unpickler):
         super().__init__(io.BytesIO(data))
         self.storages: dict[str, StorageRef] = {}
         self.tensors = 0
+        self.builders: dict[tuple[str, str], _Allowed] = {}  # one counted builder per global, however often named
 
     def find_class(self, module: str, name: str) -> Any:
         try:
@@ -214,7 +215,9 @@ class StateDictUnpickler(pickle.Unpickler):
                 "needs only containers, tensors, dtypes, torch.Size/device, set, complex and bytes. Nothing from "
                 "the file was run; if you trust the file, load it with torch.load and save its state again") from None
         if isinstance(found, _Allowed) and found.builds_tensor:
-            return _Allowed(self._counted(found.function))
+            if (module, name) not in self.builders:
+                self.builders[module, name] = _Allowed(self._counted(found.function))
+            return self.builders[module, name]
         return found
 
     def _counted(self, rebuild: Callable) -> Callable:
@@ -239,6 +242,9 @@ class StateDictUnpickler(pickle.Unpickler):
         return ref
 
 
+_PLAIN = frozenset((bool, int, float, complex, str, bytes))
+
+
 def materialise(obj: Any, tensor: Callable[[TensorSpec], np.ndarray]) -> Any:
     """The unpickled object with our stand-ins replaced by arrays, dtypes and strings, containers rebuilt fresh.
 
@@ -249,6 +255,8 @@ def materialise(obj: Any, tensor: Callable[[TensorSpec], np.ndarray]) -> Any:
     made: dict[int, Any] = {}
 
     def make(obj: Any, depth: int) -> Any:
+        if obj is None or type(obj) in _PLAIN:  # returned as they are, so not recorded: most of a checkpoint
+            return obj
         if id(obj) in made:
             return made[id(obj)]
         if depth > limits.NESTING:
@@ -275,7 +283,7 @@ def materialise(obj: Any, tensor: Callable[[TensorSpec], np.ndarray]) -> Any:
             result = obj.kind.loaded_dtype
         elif isinstance(obj, Device):
             result = obj.name
-        elif obj is None or type(obj) in (bool, int, float, complex, str, bytes, bytearray):
+        elif type(obj) is bytearray:
             result = obj
         else:
             raise CheckpointError(f"unexpected value of type {type(obj).__name__} in the checkpoint")

@@ -137,6 +137,7 @@ def load(file: IO[bytes], source: str, infos: list[zipfile.ZipInfo]) -> Any:
             raise
         except Exception as error:  # only allowed callables ran: any failure is a malformed pickle
             raise CheckpointError(f"the checkpoint's pickle is damaged ({type(error).__name__}: {error})") from None
+        unpickler.memo.clear()  # what only the pickle named again (argument tuples, persistent ids) is freed
         members = {}
         for key, ref in unpickler.storages.items():
             member = members[key] = _member(archive, f"{folder}data/{key}")
