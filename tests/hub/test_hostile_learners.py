@@ -231,12 +231,14 @@ def test_a_learners_files_and_outputs_run_no_script(classroom):
     # they show, and their scripts do not run (Jupyter Server's own policy would run them in an origin of their own).
     alice, alice_home = classroom.person("alice"), accounts.home("alice")
     svg = f"<svg xmlns='http://www.w3.org/2000/svg'><text y='20'>my plot</text><script>{script('svg')}</script></svg>"
-    for name, text in [("notes.html", HOSTILE_PAGE), ("plot.svg", svg)]:
-        run_as(accounts["alice"], "sh", "-c", f"cat > {alice_home / name}", input=text)
+    notebook = f"{CHAPTERS[0]}/{CHAPTERS[0]}.ipynb"
+    for name, text in [("notes.html", HOSTILE_PAGE), ("plot.svg", svg), (notebook, None)]:
+        if text is not None:
+            run_as(accounts["alice"], "sh", "-c", f"cat > {alice_home / name}", input=text)
         opened = alice.context.new_page()
-        try:
-            answer = opened.goto(f"{alice.server}/files/{name}")
-            assert answer.status == 200 and "my " in answer.text(), answer.status
+        try:  # her files, and her notebook as nbconvert's HTML export shows it
+            answer = opened.goto(f"{alice.server}/{'files' if text else 'nbconvert/html'}/{name}")
+            assert answer.status == 200 and (text is None or "my " in answer.text()), answer.status
             assert re.search(r"(^|;)\s*sandbox\s*(;|$)", answer.headers["content-security-policy"]), answer.headers
             assert scripts_that_ran(opened, alice_home) == [], name
         finally:
@@ -282,15 +284,13 @@ def test_a_learners_files_and_outputs_run_no_script(classroom):
         finally:
             opened.close()
 
-    # The instructor opens her submitted notebook in Lab (a kernel starts in its folder): the kernel is Jupyter's.
-    notebook = (course_root / "submitted" / mallory / chapter / f"{chapter}.ipynb").relative_to(teacher_home)
-    session = teacher.post("api/sessions", {"path": str(notebook), "type": "notebook", "name": "",
-                                            "kernel": {"name": "python3"}})
-    try:
-        deadline = time.monotonic() + 120
-        while teacher.kernel_state(str(notebook)) != "idle" and not (teacher_home / "ran-kernel.txt").exists():
-            assert time.monotonic() < deadline, f"the kernel did not start: {teacher.kernel_state(str(notebook))}"
-            time.sleep(1)
-    finally:
-        teacher.delete(f"api/sessions/{session['id']}")
+    # The instructor opens her submitted notebook in Lab (its kernel starts in its folder): the kernel is Jupyter's.
+    notebook = str((course_root / "submitted" / mallory / chapter / f"{chapter}.ipynb").relative_to(teacher_home))
+    teacher.page.goto(teacher.page_url(notebook))
+    deadline = time.monotonic() + 180
+    while teacher.kernel_state(notebook) != "idle" and not (teacher_home / "ran-kernel.txt").exists():
+        assert time.monotonic() < deadline, f"the kernel did not start: {teacher.kernel_state(notebook)}"
+        time.sleep(1)
     assert not (teacher_home / "ran-kernel.txt").exists()
+    for session in teacher.get("api/sessions"):
+        teacher.delete(f"api/sessions/{session['id']}")

@@ -48,8 +48,9 @@ def test_grade_force_grades_a_graded_submission_again(classroom):
     autograded = course_root / "autograded" / alice / chapter
     shutil.rmtree(autograded)
     with Gradebook(f"sqlite:///{course_root / 'gradebook.db'}", course_id=COURSE_ID) as gradebook:
-        for grade in gradebook.find_submission(chapter, alice).grades:
-            grade.auto_score = 0
+        for notebook in gradebook.find_submission(chapter, alice).notebooks:
+            for grade in notebook.grades:
+                grade.auto_score = 0
         gradebook.db.commit()
     assert scores(course_root, alice, chapter)[0] == 0
 
