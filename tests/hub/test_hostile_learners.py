@@ -207,7 +207,7 @@ def script(name: str) -> str:
     of the page's origin, as its user (with the XSRF token of their cookies); no quotes, so it fits any attribute
     or string."""
     return (f"window.ran = (window.ran || []).concat(`{name}`); fetch(location.pathname.split(`/formgrader/`)[0]"
-            f".split(`/files/`)[0] + `/api/contents/ran-{name}.txt`, {{method: `PUT`, headers: {{`X-XSRFToken`: "
+            f".split(`/files/`)[0] + `/api/contents/ran-{name}.txt`, {{method: `PUT`, headers: {{[`X-XSRFToken`]: "
             f"(document.cookie.match(/_xsrf=([^;]+)/) || [])[1]}}, body: JSON.stringify({{type: `file`, format: "
             f"`text`, content: `{name}`}})}})")
 
