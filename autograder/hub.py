@@ -14,6 +14,11 @@ to the course's owner, so the instructor's formgrader keeps working on the grade
 The exchange is writable by every learner, so what comes out of it is checked: `SafeCollect` (formgrader's
 Collect) takes a submission only from the learner it names, only regular files, and dates it by what the
 learner cannot set; every refusal is listed by `python -m autograder status`.
+
+Every server of the hub loads this module as a Jupyter Server extension, so that what a learner made runs nothing
+in whoever's browser opens it: pages made of files are sandboxed without scripts (`InertFiles`), and in
+instructors' servers formgrader's page for grading by hand shows a submission cleaned of scripts
+(`CleanSubmission`).
 """
 from __future__ import annotations
 
