@@ -14,24 +14,35 @@ to the course's owner, so the instructor's formgrader keeps working on the grade
 The exchange is writable by every learner, so what comes out of it is checked: `SafeCollect` (formgrader's
 Collect) takes a submission only from the learner it names, only regular files, and dates it by what the
 learner cannot set; every refusal is listed by `python -m autograder status`.
+
+Every server of the hub loads this module as a Jupyter Server extension, so that what a learner made runs nothing
+in whoever's browser opens it: pages made of files are sandboxed without scripts (`InertFiles`), and in
+instructors' servers formgrader's page for grading by hand shows a submission cleaned of scripts
+(`CleanSubmission`).
 """
 from __future__ import annotations
 
 import argparse
 import datetime
+import html
 import json
 import os
 import pwd
+import re
 import shutil
 import stat
 import sys
 from pathlib import Path
 
+import bleach
+from jupyter_server.base.handlers import JupyterHandler
+from nbconvert.exporters import HTMLExporter
+from nbconvert.filters import markdown2html
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.exchange.default.collect import ExchangeCollect, groupby
 from nbgrader.exchange.default.submit import ExchangeSubmit
+from nbgrader.server_extensions.formgrader.handlers import SubmissionHandler
 from nbgrader.utils import ignore_patterns
-from jupyter_server.base.handlers import JupyterHandler
 from tornado import web
 
 from .collect import record_refusal
@@ -61,16 +72,95 @@ class AutogradeRefused(JupyterHandler):
         self.finish(json.dumps({"success": False, "error": refusal_message(), "log": refusal_message()}))
 
 
+class InertFiles(web.OutputTransform):
+    """Every server of the hub: a page made of someone's files runs no script. Jupyter Server already sandboxes
+    what it serves from files (`/files/`, the raw view, nbconvert's exports), but lets scripts run in an origin of
+    their own (`sandbox allow-scripts`); formgrader serves the files of a submission (`/formgrader/submissions/
+    <id>/<file>`) on the instructor's origin, unsandboxed. Both get `sandbox`: the page shows, its scripts and
+    forms do not run."""
+
+    SUBMISSION_FILE = re.compile(r"/formgrader/submissions/[^/]+/[^/]")
+
+    def __init__(self, request):
+        super().__init__(request)
+        self.path = request.path
+
+    def transform_first_chunk(self, status_code, headers, chunk, finishing):
+        policy = headers.get("Content-Security-Policy", "")
+        if "sandbox" in policy or self.SUBMISSION_FILE.search(self.path):
+            kept = [part.strip() for part in policy.split(";") if part.strip() and "sandbox" not in part]
+            headers["Content-Security-Policy"] = "; ".join([*kept, "sandbox"])
+        return status_code, headers, chunk
+
+
+# What a learner's markdown and outputs may contain on the instructor's formgrader page: text, its formatting and
+# images, links to http(s) and mail (bleach drops every attribute and link scheme not listed, escapes other tags).
+SHOWN_TAGS = ["a", "abbr", "b", "blockquote", "br", "code", "dd", "del", "div", "dl", "dt", "em", "h1", "h2", "h3",
+              "h4", "h5", "h6", "hr", "i", "img", "li", "ol", "p", "pre", "s", "span", "strong", "sub", "sup",
+              "table", "tbody", "td", "tfoot", "th", "thead", "tr", "u", "ul"]
+SHOWN_ATTRIBUTES = {"*": ["class", "title", "align"], "a": ["href"], "img": ["src", "alt", "width", "height"],
+                    "td": ["colspan", "rowspan"], "th": ["colspan", "rowspan"]}
+SHOWN_OUTPUTS = {"text/plain", "text/html", "text/markdown", "text/latex", "image/png", "image/jpeg", "image/gif",
+                 "image/svg+xml"}  # formgrader shows SVG as an <img>, where no script runs
+
+
+def _clean(html: str) -> str:
+    return bleach.clean(html, tags=SHOWN_TAGS, attributes=SHOWN_ATTRIBUTES)
+
+
+def _without_scripts(notebook, resources):
+    """The notebook as formgrader may show it: markdown (cells and outputs) rendered and cleaned, outputs only of
+    the kinds above, grade ids escaped (formgrader's template writes them into attributes). nbconvert's
+    `sanitize_html` would not do: formgrader's template renders markdown cells itself, unsanitized."""
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown":
+            cell.source = _clean(markdown2html(cell.source))
+        grading = cell.metadata.get("nbgrader", {})
+        if isinstance(grading.get("grade_id"), str):
+            grading["grade_id"] = html.escape(grading["grade_id"])
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if "text/markdown" in data:
+                data["text/html"] = data.get("text/html") or markdown2html(data["text/markdown"])
+            for kind in list(data):
+                if kind not in SHOWN_OUTPUTS or kind == "text/markdown":
+                    del data[kind]
+            if "text/html" in data:
+                data["text/html"] = _clean(data["text/html"])
+        if "outputs" in cell:
+            cell.outputs = [output for output in cell.outputs if output.get("data", True)]
+    return notebook, resources
+
+
+class CleanSubmission(SubmissionHandler):
+    """formgrader's page for grading a submission by hand: it shows the learner's markdown and the outputs their
+    code made while it was graded, on the instructor's origin, so it shows them without scripts or event handlers
+    (nbgrader's would run them, as the instructor)."""
+
+    @property
+    def exporter(self):
+        if "modulecraft_exporter" not in self.settings:
+            exporter = HTMLExporter(config=self.settings["nbgrader_exporter"].config)
+            exporter.register_preprocessor(_without_scripts)
+            self.settings["modulecraft_exporter"] = exporter
+        return self.settings["modulecraft_exporter"]
+
+
 def _jupyter_server_extension_points():
     return [{"module": "autograder.hub"}]
 
 
 def _load_jupyter_server_extension(serverapp):
-    """Instructors' servers (hub/jupyterhub_config.py): loaded before nbgrader's formgrader (extensions load in
-    the order of their names), so this route is matched first."""
+    """Every server of the hub (hub/jupyterhub_config.py): files served inert. Instructors' servers also get
+    formgrader's Autograde button and submission page answered by the handlers above, before nbgrader's (this
+    extension loads first, extensions load in the order of their names, so its routes are matched first)."""
+    serverapp.web_app.add_transform(InertFiles)
+    if not serverapp.jpserver_extensions.get("nbgrader.server_extensions.formgrader"):
+        return
     base = serverapp.web_app.settings["base_url"]
     serverapp.web_app.add_handlers(".*$", [
-        (f"{base}formgrader/api/submission/([^/]+)/([^/]+)/autograde", AutogradeRefused)])
+        (f"{base}formgrader/api/submission/([^/]+)/([^/]+)/autograde", AutogradeRefused),
+        (f"{base}formgrader/submissions/([^/]+)/?", CleanSubmission)])
 
 
 class PrivateSubmit(ExchangeSubmit):

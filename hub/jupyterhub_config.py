@@ -60,12 +60,26 @@ c.JupyterHub.pid_file = str(STATE / "jupyterhub.pid")
 
 # Who may log in, and in which group: nbgrader's course groups by JupyterHub's convention.
 if os.environ.get("MODULECRAFT_HUB_AUTH", "pam") == "dummy":
-    c.JupyterHub.authenticator_class = "dummy"
+    from jupyterhub.auth import DummyAuthenticator as Authenticator
     c.DummyAuthenticator.password = os.environ["MODULECRAFT_HUB_DUMMY_PASSWORD"]
 else:
-    c.JupyterHub.authenticator_class = "pam"
+    from jupyterhub.auth import PAMAuthenticator as Authenticator
+
+
+class ListedAuthenticator(Authenticator):
+    """The lists decide, also for who is logged in already: a name taken off them (and the hub restarted) is
+    asked to log in again at its next page or start of a server, which the lists refuse; JupyterHub's own keeps
+    a logged-in session (cookie or token) valid until the user is deleted."""
+
+    async def refresh_user(self, user, handler=None):
+        return user.name in self.allowed_users
+
+
+c.JupyterHub.authenticator_class = ListedAuthenticator
 c.Authenticator.allowed_users = set(INSTRUCTORS) | set(LEARNERS)
 c.Authenticator.allow_existing_users = False  # the lists decide: a name taken off them no longer logs in
+c.Authenticator.refresh_pre_spawn = True  # asked before every start of a server,
+c.Authenticator.auth_refresh_strict = True  # also when a token asks for it
 c.Authenticator.admin_users = set(INSTRUCTORS[:1])
 c.JupyterHub.load_groups = {f"formgrade-{COURSE_ID}": {"users": INSTRUCTORS},
                             f"nbgrader-{COURSE_ID}": {"users": LEARNERS}}
@@ -99,9 +113,10 @@ EXCHANGE_LINES = [f"c.Exchange.root = {str(EXCHANGE)!r}", f"c.CourseDirectory.co
 # files readable by all, so its name must not be guessable from the learner's name and the time (nbgrader's
 # default; stated here so that it stays on).
 # Submit leaves the folder and its files to the learner and the instructors' group (autograder.hub.PrivateSubmit).
+# Every server loads autograder.hub, which serves files inert (no script runs in a page made of someone's files).
 LEARNER_CONFIG = write_role_config("learner", [*EXCHANGE_LINES, "c.ExchangeSubmit.add_random_string = True",
                                                "c.ExchangeFactory.submit = 'autograder.hub.PrivateSubmit'"],
-                                   {"jpserver_extensions": {}}, {})
+                                   {"jpserver_extensions": {"autograder.hub": True}}, {})
 INSTRUCTOR_CONFIG = write_role_config(
     "instructor",
     # The course's own configuration (autograder/config.py: feedback without hidden tests, kernel settings), which
@@ -111,7 +126,7 @@ INSTRUCTOR_CONFIG = write_role_config(
      # Collect takes a submission only from the learner it names (autograder.hub.SafeCollect).
      "c.ExchangeFactory.collect = 'autograder.hub.SafeCollect'"],
     # autograder.hub answers formgrader's Autograde button (only root can confine learners' kernels) before
-    # nbgrader's handler, which would delete what was graded.
+    # nbgrader's handler, which would delete what was graded, and its submission page, without the learner's scripts.
     {"jpserver_extensions": {"autograder.hub": True, "nbgrader.server_extensions.formgrader": True,
                              "nbgrader.server_extensions.course_list": True}},
     # Formgrader opens in a tab of its own (/user/<instructor>/formgrader): Lab's Nbgrader → Formgrader would
@@ -139,6 +154,10 @@ def role_environment(spawner):
     if spawner.user.name in INSTRUCTORS:
         environment["JUPYTER_CONFIG_PATH"] = str(INSTRUCTOR_CONFIG)
         environment["MODULECRAFT_COURSE_ROOT"] = str(COURSE_ROOT)
+        # A kernel starts in its notebook's folder as `python -m ipykernel_launcher`, which Python would look up in
+        # that folder first: a learner's `ipykernel_launcher.py` (or any module) beside a submission would run as
+        # the instructor who opens it. Python (3.11+) then looks only where it is installed.
+        environment["PYTHONSAFEPATH"] = "1"
     else:
         environment["JUPYTER_CONFIG_PATH"] = str(LEARNER_CONFIG)
         environment["MODULECRAFT_COURSE_SOURCE"] = str(SELFCHECK_SOURCE)

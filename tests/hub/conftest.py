@@ -1,7 +1,7 @@
 """The hub tests need root (Unix accounts, the grader's sandbox), Chromium and the hub's install, which they make
 under the repository (`.hub/`: nothing outside it but Debian packages). One hub, started once per test run, serves
 every test: the classroom first (tests/hub/test_classroom.py), then the hostile learner
-(test_hostile_learners.py)."""
+(test_hostile_learners.py), then the administrator's operations (test_operations.py, which restarts the hub)."""
 from __future__ import annotations
 
 import dataclasses

@@ -91,18 +91,29 @@ class Hub:
         self.state = base / "hub-state"
         self.state.mkdir()
         self.log = base / "jupyterhub.log"
-        env = {**os.environ,
-               "MODULECRAFT_INSTRUCTORS": ",".join(instructors), "MODULECRAFT_LEARNERS": ",".join(learners),
-               "MODULECRAFT_COURSE_ROOT": str(course_root), "MODULECRAFT_EXCHANGE": str(exchange),
-               "MODULECRAFT_SELFCHECK_SOURCE": str(selfcheck),
-               "MODULECRAFT_HUB_PREFIX": str(PREFIX), "MODULECRAFT_HUB_STATE": str(self.state),
-               "MODULECRAFT_HUB_IP": "127.0.0.1", "MODULECRAFT_HUB_PORT": str(self.port),
-               "MODULECRAFT_HUB_API_PORT": str(free_port()), "MODULECRAFT_PROXY_API_PORT": str(free_port()),
-               "MODULECRAFT_HUB_AUTH": "dummy", "MODULECRAFT_HUB_DUMMY_PASSWORD": self.password}
-        self.process = subprocess.Popen([PREFIX / "venv" / "bin" / "jupyterhub", "-f", REPO / "hub" / "jupyterhub_config.py"],
-                                        cwd=self.state, env=env, stdout=self.log.open("w"), stderr=subprocess.STDOUT,
-                                        start_new_session=True)
+        self.environment = {
+            **os.environ,
+            "MODULECRAFT_INSTRUCTORS": ",".join(instructors), "MODULECRAFT_LEARNERS": ",".join(learners),
+            "MODULECRAFT_COURSE_ROOT": str(course_root), "MODULECRAFT_EXCHANGE": str(exchange),
+            "MODULECRAFT_SELFCHECK_SOURCE": str(selfcheck),
+            "MODULECRAFT_HUB_PREFIX": str(PREFIX), "MODULECRAFT_HUB_STATE": str(self.state),
+            "MODULECRAFT_HUB_IP": "127.0.0.1", "MODULECRAFT_HUB_PORT": str(self.port),
+            "MODULECRAFT_HUB_API_PORT": str(free_port()), "MODULECRAFT_PROXY_API_PORT": str(free_port()),
+            "MODULECRAFT_HUB_AUTH": "dummy", "MODULECRAFT_HUB_DUMMY_PASSWORD": self.password}
+        self._start()
+
+    def _start(self) -> None:
+        self.process = subprocess.Popen(
+            [PREFIX / "venv" / "bin" / "jupyterhub", "-f", REPO / "hub" / "jupyterhub_config.py"], cwd=self.state,
+            env=self.environment, stdout=self.log.open("a"), stderr=subprocess.STDOUT, start_new_session=True)
         self._wait_until_up()
+
+    def restart(self, learners: list[str]) -> None:
+        """As the guide says to change the lists: the service stopped, its learners' list changed, started again
+        (same ports and database: browsers keep their cookies)."""
+        self.stop()
+        self.environment["MODULECRAFT_LEARNERS"] = ",".join(learners)
+        self._start()
 
     @property
     def url(self) -> str:
@@ -172,15 +183,23 @@ class UserSession:
     def server(self) -> str:
         return self.hub.server_url(self.name)
 
+    def _submit_login_form(self) -> None:
+        self.page.goto(f"{self.hub.url}/hub/login")
+        self.page.fill("#username_input", self.name)
+        self.page.fill("#password_input", self.hub.password)
+        self.page.click("#login_submit")
+
     def log_in(self) -> None:
-        page = self.page
-        page.goto(f"{self.hub.url}/hub/login")
-        page.fill("#username_input", self.name)
-        page.fill("#password_input", self.hub.password)
-        page.click("#login_submit")
+        self._submit_login_form()
         # The hub spawns the server (its progress page), then sends the browser to JupyterLab.
-        page.wait_for_url(f"{self.server}/lab**", timeout=SPAWN_TIMEOUT)
-        expect(page.locator("#jp-main-dock-panel")).to_be_visible(timeout=SPAWN_TIMEOUT)
+        self.page.wait_for_url(f"{self.server}/lab**", timeout=SPAWN_TIMEOUT)
+        expect(self.page.locator("#jp-main-dock-panel")).to_be_visible(timeout=SPAWN_TIMEOUT)
+
+    def log_in_refused(self) -> None:
+        """The login form, with the right password, answers with its error."""
+        self._submit_login_form()
+        expect(self.page.locator(".login_error")).to_be_visible()
+        assert self.page.url.startswith(f"{self.hub.url}/hub/login"), self.page.url
 
     def _xsrf(self) -> str:
         return next(c["value"] for c in self.context.cookies(self.server + "/") if c["name"] == "_xsrf")
@@ -206,6 +225,9 @@ class UserSession:
 
     def put(self, path: str, data) -> None:
         self._fetch("PUT", path, data)
+
+    def delete(self, path: str) -> None:
+        self._fetch("DELETE", path)
 
     # What JupyterLab's notebook driver (tests/browser/jupyterlab_driver.Notebook) needs of a server.
     def page_url(self, path: str) -> str:

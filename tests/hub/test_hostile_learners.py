@@ -4,7 +4,10 @@ test (tests/hub/test_classroom.py runs first and leaves two chapters released, s
 - mallory's server serves a page of her own making, and the instructor opens it: nothing of the instructor's is
   read or written (each server has an origin of its own; her ~/.jupyter does not configure her server);
 - mallory submits as alice, and submits a link to the instructor's chapter with its solutions: Collect refuses
-  both, `status` lists both, alice's grade stands; her backdated submission is dated when it was made.
+  both, `status` lists both, alice's grade stands; her backdated submission is dated when it was made;
+- mallory submits scripts (in markdown, in what her code displays while it is graded, in an HTML file): the
+  instructor grades her submission by hand in formgrader and opens her file, and none of them runs; nor does a
+  page among a learner's own files when she opens it in her server.
 """
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import nbformat
 import pytest
 from hub_driver import CHAPTERS, COURSE_ID, PYTHON, Formgrader, run_as
 from nbgrader.api import Gradebook
@@ -196,3 +200,97 @@ def alice_score(course_root: Path, alice: str, chapter: str) -> tuple[float, flo
     with Gradebook(f"sqlite:///{course_root / 'gradebook.db'}", course_id=COURSE_ID) as gradebook:
         notebook = gradebook.find_submission_notebook(chapter, chapter, alice)
         return float(notebook.score), float(notebook.max_score)
+
+
+def script(name: str) -> str:
+    """JavaScript that, when it runs, says so (`window.ran`) and writes `ran-<name>.txt` through the Jupyter server
+    of the page's origin, as its user (with the XSRF token of their cookies); no quotes, so it fits any attribute
+    or string."""
+    return (f"window.ran = (window.ran || []).concat(`{name}`); fetch(location.pathname.split(`/formgrader/`)[0]"
+            f".split(`/files/`)[0] + `/api/contents/ran-{name}.txt`, {{method: `PUT`, headers: {{[`X-XSRFToken`]: "
+            f"(document.cookie.match(/_xsrf=([^;]+)/) || [])[1]}}, body: JSON.stringify({{type: `file`, format: "
+            f"`text`, content: `{name}`}})}})")
+
+
+def scripts_that_ran(page, home: Path) -> list[str]:
+    """What ran in `page` (loaded, a moment later) or wrote into `home`."""
+    page.wait_for_load_state("load")
+    page.wait_for_timeout(3000)
+    return sorted({*page.evaluate("window.ran || []"), *(p.stem[4:] for p in home.glob("ran-*.txt"))})
+
+
+HOSTILE_PAGE = f"<!doctype html><title>notes</title><p>my notes</p><script>{script('file')}</script>" \
+               f"<img src=missing onerror=\"{script('file-img')}\">"
+
+
+def test_a_learners_files_and_outputs_run_no_script(classroom):
+    accounts, course_root, exchange = classroom.accounts, classroom.course_root, classroom.exchange
+    mallory, chapter = accounts["mallory"], CHAPTERS[1]
+
+    # A learner opens an HTML page and an SVG image among her own files (downloaded, say) in her own server:
+    # they show, and their scripts do not run (Jupyter Server's own policy would run them in an origin of their own).
+    alice, alice_home = classroom.person("alice"), accounts.home("alice")
+    svg = f"<svg xmlns='http://www.w3.org/2000/svg'><text y='20'>my plot</text><script>{script('svg')}</script></svg>"
+    notebook = f"{CHAPTERS[0]}/{CHAPTERS[0]}.ipynb"
+    for name, text in [("notes.html", HOSTILE_PAGE), ("plot.svg", svg), (notebook, None)]:
+        if text is not None:
+            run_as(accounts["alice"], "sh", "-c", f"cat > {alice_home / name}", input=text)
+        opened = alice.context.new_page()
+        try:  # her files, and her notebook as nbconvert's HTML export shows it
+            answer = opened.goto(f"{alice.server}/{'files' if text else 'nbconvert/html'}/{name}")
+            assert answer.status == 200 and (text is None or "my " in answer.text()), answer.status
+            assert re.search(r"(^|;)\s*sandbox\s*(;|$)", answer.headers["content-security-policy"]), answer.headers
+            assert scripts_that_ran(opened, alice_home) == [], name
+        finally:
+            opened.close()
+
+    # mallory's submission: scripts in a markdown cell, in what her code displays while it is graded, in a file.
+    released = nbformat.read(exchange / COURSE_ID / "outbound" / chapter / f"{chapter}.ipynb", as_version=4)
+    released.cells.append(nbformat.v4.new_markdown_cell(
+        f"mallory's answer <img src=missing onerror=\"{script('markdown-img')}\">\n\n<script>\n{script('markdown')}\n"
+        "</script>\n"))
+    displayed = f'<img src=missing onerror="{script("output-html")}">'
+    released.cells.append(nbformat.v4.new_code_cell(
+        f"from IPython.display import HTML, Javascript, display\ndisplay(Javascript({script('output-js')!r}))\n"
+        f"display(HTML({displayed!r}))"))
+    folder = exchange / COURSE_ID / "inbound" / f"{mallory}+{chapter}+2000-01-01 00:00:00.000000 UTC+scripts"
+    run_as(mallory, "mkdir", folder)
+    run_as(mallory, "sh", "-c", f"cat > '{folder}/{chapter}.ipynb'", input=nbformat.writes(released))
+    run_as(mallory, "sh", "-c", f"cat > '{folder}/notes.html'", input=HOSTILE_PAGE)
+    # Run by Python in place of the kernel when a kernel starts beside it (the grader's kernels do not start so).
+    run_as(mallory, "sh", "-c", f"cat > '{folder}/ipykernel_launcher.py'",
+           input="import pathlib\npathlib.Path.home().joinpath('ran-kernel.txt').write_text('kernel')\n")
+
+    teacher = classroom.person("instructor")
+    formgrader = Formgrader(teacher)
+    formgrader.open_assignments()
+    formgrader.click(chapter, "collect")
+    graded = run_as(None, PYTHON, "-m", "autograder.hub", "grade", "--course-root", course_root, check=False)
+    assert graded.returncode == 0, graded.stdout + graded.stderr
+    autograded = (course_root / "autograded" / mallory / chapter / f"{chapter}.ipynb").read_text()
+    assert "output-js" in autograded and "output-html" in autograded, "her code's outputs are in what formgrader shows"
+    with Gradebook(f"sqlite:///{course_root / 'gradebook.db'}", course_id=COURSE_ID) as gradebook:
+        submission = gradebook.find_submission_notebook(chapter, chapter, mallory).id
+
+    # The instructor grades it by hand, and opens her file: her text shows, nothing of hers runs.
+    teacher_home = accounts.home("instructor")
+    for path, shown in [(f"submissions/{submission}/?index=0", "mallory's answer"),
+                        (f"submissions/{submission}/notes.html", "my notes")]:
+        opened = teacher.context.new_page()
+        try:
+            opened.goto(f"{teacher.server}/formgrader/{path}")
+            expect(opened.locator("body")).to_contain_text(shown)
+            assert scripts_that_ran(opened, teacher_home) == [], path
+        finally:
+            opened.close()
+
+    # The instructor opens her submitted notebook in Lab (its kernel starts in its folder): the kernel is Jupyter's.
+    notebook = str((course_root / "submitted" / mallory / chapter / f"{chapter}.ipynb").relative_to(teacher_home))
+    teacher.page.goto(teacher.page_url(notebook))
+    deadline = time.monotonic() + 180
+    while teacher.kernel_state(notebook) != "idle" and not (teacher_home / "ran-kernel.txt").exists():
+        assert time.monotonic() < deadline, f"the kernel did not start: {teacher.kernel_state(notebook)}"
+        time.sleep(1)
+    assert not (teacher_home / "ran-kernel.txt").exists()
+    for session in teacher.get("api/sessions"):
+        teacher.delete(f"api/sessions/{session['id']}")
