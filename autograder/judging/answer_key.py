@@ -7,8 +7,8 @@ becomes a seam that calls the learner's own definition of that name (so `nn.Line
 walks with the learner's `named_modules`, and `super().named_modules(...)` comes back to the learner's code); a
 class becomes a stub that refuses to be used. A probe module's `SIBLINGS` names functions of modulecraft that hold
 the same mechanism under another name (`Optimizer.zero_grad` zeroes gradients as `Module.zero_grad` does): they
-become functions that refuse to run, saying whose sibling they are. Everything else (layers used as fixtures,
-drawings, checks) stays.
+become functions that refuse to run, saying whose sibling they are (unless the capstone keeps the code of one of
+the names it lists). Everything else (layers used as fixtures, drawings, checks) stays.
 In the capstone, the mechanisms a learner switched to the reference (read from the notebook's text by `verdicts`)
 are kept (`build(kept=...)`); the test cells that grade them fail there.
 
@@ -38,7 +38,7 @@ def build(chapter: str, cache: Path | None = None, kept: frozenset[str] = frozen
     `kept`: learner names whose modulecraft code stays (the capstone's mechanisms the learner switched to the
     reference); every other name of the chapter's `YOURS` is removed."""
     targets = _targets({name: target for name, target in probes.yours_of(chapter).items() if name not in kept})
-    siblings = {target: name for target, name in siblings_of(chapter).items() if name not in kept}
+    siblings = {target: names for target, names in siblings_of(chapter).items() if kept.isdisjoint(names)}
     if not targets and not siblings:
         return REFERENCE.parent
     digest = hashlib.sha256(repr((sorted(targets.items()), sorted(siblings.items()))).encode() + SEAMS.read_bytes())
@@ -55,7 +55,8 @@ def build(chapter: str, cache: Path | None = None, kept: frozenset[str] = frozen
     staging = Path(tempfile.mkdtemp(prefix=f".{chapter}-", dir=base))
     package = staging / "modulecraft"
     shutil.copytree(REFERENCE, package, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    for relative, names in _by_file({**targets, **{target: ("", name) for target, name in siblings.items()}}).items():
+    removed = {**targets, **{target: ("", *names) for target, names in siblings.items()}}
+    for relative, names in _by_file(removed).items():
         source = package / relative
         module = ".".join(("modulecraft", *relative.with_suffix("").parts)).removesuffix(".__init__")
         source.write_text(strip(source.read_text(), names, f"modulecraft.{SEAMS_MODULE}", module))
@@ -69,9 +70,11 @@ def build(chapter: str, cache: Path | None = None, kept: frozenset[str] = frozen
     return folder
 
 
-def siblings_of(chapter: str) -> dict[str, str]:
-    """{target in modulecraft: the learner's name whose mechanism it also holds}: the chapter's `SIBLINGS`."""
-    return dict(getattr(probes.chapter_module(chapter), "SIBLINGS", {}))
+def siblings_of(chapter: str) -> dict[str, tuple[str, ...]]:
+    """{target in modulecraft: the learner's names whose mechanism it also holds}: the chapter's `SIBLINGS` (a name,
+    or a tuple of names: the sibling stays when the code of any of them is kept, as the reference's code they need)."""
+    return {target: (names,) if isinstance(names, str) else tuple(names)
+            for target, names in getattr(probes.chapter_module(chapter), "SIBLINGS", {}).items()}
 
 
 def default_cache() -> Path:

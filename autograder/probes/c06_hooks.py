@@ -23,6 +23,14 @@ YOURS = {
     "register_buffer": "modulecraft.nn.modules.module:Module.register_buffer",
 }
 
+# modulecraft's functions that hold a mechanism of YOURS under another name (`autograder.judging.answer_key`): the
+# backward hooks' registrations store a hook under a handle and honour `prepend` as the forward ones do (on another
+# dict, which a caller can swap for the forward one). Nothing of this chapter registers a backward hook.
+SIBLINGS = {
+    "modulecraft.nn.modules.module:Module.register_full_backward_pre_hook": "register_forward_pre_hook",
+    "modulecraft.nn.modules.module:Module.register_full_backward_hook": "register_forward_hook",
+}
+
 # While grading, every module registers its hooks with the learner's functions of exercise 1.
 BUILDS_ON = {
     "c06_run_forward_pre_hooks": ["c06_register_hooks"],

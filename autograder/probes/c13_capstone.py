@@ -45,6 +45,11 @@ YOURS = {
     "load_checkpoint": "modulecraft.exercises.c13_capstone:load_checkpoint",
 }
 
+# modulecraft's functions that hold a mechanism of YOURS under another name (`autograder.judging.answer_key`): the
+# optimizer's zero_grad zeroes the gradients the module's does (chapter 11's sibling). The reference's SGD inherits
+# it, so it stays when the learner switched the optimizer (12) to the reference; the learner's SGD has its own.
+SIBLINGS = {"modulecraft.optim.optimizer:Optimizer.zero_grad": ("zero_grad", "SGD")}
+
 # The test cells that grade each mechanism: `autograder.judging.verdicts` fails them when the learner switched it.
 MECHANISM_OF = {f"{exercise}_{kind}": mechanism for mechanism, exercise in EXERCISES.items()
                 for kind in ("visible", "hidden")}
