@@ -112,12 +112,16 @@ def validate_outputs(node: Node, grad_inputs) -> tuple:
     """What ``node`` returned, each gradient summed to the shape of the input it goes to (torch's engine does it
     for every node, so formulas may return a broadcast input's gradient with the output's shape). A gradient
     whose input's shape cannot be broadcast to its own raises torch's error, which names the node."""
-    validated = tuple(grad_inputs)
-    for index, ((following, output_nr), grad) in enumerate(zip(node.next_functions, validated)):
+    validated = grad_inputs if type(grad_inputs) is tuple else tuple(grad_inputs)
+    index = -1
+    for (following, output_nr), grad in zip(node.next_functions, validated):
+        index += 1
         if following is None or grad is None:
             continue
-        shape = following.gradient_shape(output_nr)
-        got = np.shape(grad)
+        # Read directly rather than through gradient_shape and np.shape: this runs for every edge of every node.
+        shapes = following._shapes
+        shape = following.gradient_shape(output_nr) if shapes is None else shapes[output_nr]
+        got = grad.shape if isinstance(grad, np.ndarray) else np.shape(grad)
         if shape is None or got == shape:
             continue
         extra = len(got) - len(shape)
