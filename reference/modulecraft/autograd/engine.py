@@ -94,7 +94,7 @@ def _call_node(node: Node, grads: list) -> tuple:
 
 def unbroadcast(grad, shape: tuple):
     """Sum ``grad`` down to ``shape``: over the leading axes broadcasting added, and the axes it stretched."""
-    grad_shape = np.shape(grad)
+    grad_shape = grad.shape if isinstance(grad, np.ndarray) else np.shape(grad)
     if grad_shape == shape:
         return grad
     extra = len(grad_shape) - len(shape)
@@ -124,11 +124,13 @@ def validate_outputs(node: Node, grad_inputs) -> tuple:
         got = grad.shape if isinstance(grad, np.ndarray) else np.shape(grad)
         if shape is None or got == shape:
             continue
-        extra = len(got) - len(shape)
-        if extra < 0 or any(size not in (1, size_got) for size, size_got in zip(shape, got[extra:])):
+        # Summing gives the input's shape exactly when that shape broadcasts to the gradient's: an axis of the
+        # input whose size is neither 1 nor the gradient's is left as the gradient's.
+        summed = unbroadcast(grad, shape) if len(got) >= len(shape) else None
+        if summed is None or getattr(summed, "shape", None) != shape:
             raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {index} - got "
                                f"{list(got)} but expected shape compatible with {list(shape)}")
-        validated = validated[:index] + (unbroadcast(grad, shape),) + validated[index + 1:]
+        validated = validated[:index] + (summed,) + validated[index + 1:]
     return validated
 
 
@@ -281,8 +283,12 @@ def run_backward(roots: Sequence[tuple], root_grads: Sequence, retain_graph: boo
         run_node = _capturing(captures, _needed(root_nodes, {node for node, _ in captures}), captured)
     elif targets is not None:
         run_node = _pruned(_needed(root_nodes, targets) | targets)
-    with grad_mode.no_grad():
+    state = grad_mode.state  # no_grad's switch, without its object (one backward can be a few microseconds)
+    enabled, state.enabled = state.enabled, False
+    try:
         _walk(roots, root_grads, dependencies, retain_graph, run_node)
+    finally:
+        state.enabled = enabled
     return captured
 
 
