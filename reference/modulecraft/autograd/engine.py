@@ -190,7 +190,9 @@ def _walk(roots: Sequence[tuple], root_grads: Sequence, dependencies: dict, reta
         if buffer is None:
             buffer = buffers[node] = [None] * node.num_outputs
             if node not in dependencies:
-                push(ready, _Ready(node))  # one by one, in the roots' order, as torch's graph root sends them
+                entry = _Ready(-node._sequence_nr)
+                entry.node = node
+                push(ready, entry)  # one by one, in the roots' order, as torch's graph root sends them
         buffer[output_nr] = grad if buffer[output_nr] is None else buffer[output_nr] + grad
     grad = None
     while ready:
@@ -213,23 +215,19 @@ def _walk(roots: Sequence[tuple], root_grads: Sequence, dependencies: dict, reta
             remaining = dependencies[nxt] - 1
             dependencies[nxt] = remaining
             if remaining == 0:
-                push(ready, _Ready(nxt))
+                entry = _Ready(-nxt._sequence_nr)
+                entry.node = nxt
+                push(ready, entry)
         # From here on only the buffers hold the gradients: AccumulateGrad adopts one no one else holds.
         grads = grad_inputs = grad = None
 
 
-class _Ready:
-    """A node in the ready queue, ordered by minus its sequence number alone (the highest number comes out first,
-    as in torch's heap; nodes sharing one, AccumulateGrad's, come out in the order the heap gives them and are never
-    compared themselves)."""
+class _Ready(int):
+    """A node in the ready queue (``.node``): minus its sequence number, compared as that number alone (the highest
+    number comes out first, as in torch's heap; nodes sharing one, AccumulateGrad's, come out in the order the heap
+    gives them and are never compared themselves). An int, so that the heap compares in C, not in a Python method."""
 
-    __slots__ = ("key", "node")
-
-    def __init__(self, node: Node) -> None:
-        self.key, self.node = -node._sequence_nr, node
-
-    def __lt__(self, other: "_Ready") -> bool:
-        return self.key < other.key
+    node: Node
 
 
 def _run_node(node: Node, grads: list) -> tuple:
