@@ -94,7 +94,7 @@ def _call_node(node: Node, grads: list) -> tuple:
 
 def unbroadcast(grad, shape: tuple):
     """Sum ``grad`` down to ``shape``: over the leading axes broadcasting added, and the axes it stretched."""
-    grad_shape = np.shape(grad)
+    grad_shape = grad.shape if isinstance(grad, np.ndarray) else np.shape(grad)
     if grad_shape == shape:
         return grad
     extra = len(grad_shape) - len(shape)
@@ -112,19 +112,25 @@ def validate_outputs(node: Node, grad_inputs) -> tuple:
     """What ``node`` returned, each gradient summed to the shape of the input it goes to (torch's engine does it
     for every node, so formulas may return a broadcast input's gradient with the output's shape). A gradient
     whose input's shape cannot be broadcast to its own raises torch's error, which names the node."""
-    validated = tuple(grad_inputs)
-    for index, ((following, output_nr), grad) in enumerate(zip(node.next_functions, validated)):
+    validated = grad_inputs if type(grad_inputs) is tuple else tuple(grad_inputs)
+    index = -1
+    for (following, output_nr), grad in zip(node.next_functions, validated):
+        index += 1
         if following is None or grad is None:
             continue
-        shape = following.gradient_shape(output_nr)
-        got = np.shape(grad)
+        # Read directly rather than through gradient_shape and np.shape: this runs for every edge of every node.
+        shapes = following._shapes
+        shape = following.gradient_shape(output_nr) if shapes is None else shapes[output_nr]
+        got = grad.shape if isinstance(grad, np.ndarray) else np.shape(grad)
         if shape is None or got == shape:
             continue
-        extra = len(got) - len(shape)
-        if extra < 0 or any(size not in (1, size_got) for size, size_got in zip(shape, got[extra:])):
+        # Summing gives the input's shape exactly when that shape broadcasts to the gradient's: an axis of the
+        # input whose size is neither 1 nor the gradient's is left as the gradient's.
+        summed = unbroadcast(grad, shape) if len(got) >= len(shape) else None
+        if summed is None or getattr(summed, "shape", None) != shape:
             raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {index} - got "
                                f"{list(got)} but expected shape compatible with {list(shape)}")
-        validated = validated[:index] + (unbroadcast(grad, shape),) + validated[index + 1:]
+        validated = validated[:index] + (summed,) + validated[index + 1:]
     return validated
 
 
@@ -184,7 +190,9 @@ def _walk(roots: Sequence[tuple], root_grads: Sequence, dependencies: dict, reta
         if buffer is None:
             buffer = buffers[node] = [None] * node.num_outputs
             if node not in dependencies:
-                push(ready, _Ready(node))  # one by one, in the roots' order, as torch's graph root sends them
+                entry = _Ready(-node._sequence_nr)
+                entry.node = node
+                push(ready, entry)  # one by one, in the roots' order, as torch's graph root sends them
         buffer[output_nr] = grad if buffer[output_nr] is None else buffer[output_nr] + grad
     grad = None
     while ready:
@@ -207,23 +215,19 @@ def _walk(roots: Sequence[tuple], root_grads: Sequence, dependencies: dict, reta
             remaining = dependencies[nxt] - 1
             dependencies[nxt] = remaining
             if remaining == 0:
-                push(ready, _Ready(nxt))
+                entry = _Ready(-nxt._sequence_nr)
+                entry.node = nxt
+                push(ready, entry)
         # From here on only the buffers hold the gradients: AccumulateGrad adopts one no one else holds.
         grads = grad_inputs = grad = None
 
 
-class _Ready:
-    """A node in the ready queue, ordered by minus its sequence number alone (the highest number comes out first,
-    as in torch's heap; nodes sharing one, AccumulateGrad's, come out in the order the heap gives them and are never
-    compared themselves)."""
+class _Ready(int):
+    """A node in the ready queue (``.node``): minus its sequence number, compared as that number alone (the highest
+    number comes out first, as in torch's heap; nodes sharing one, AccumulateGrad's, come out in the order the heap
+    gives them and are never compared themselves). An int, so that the heap compares in C, not in a Python method."""
 
-    __slots__ = ("key", "node")
-
-    def __init__(self, node: Node) -> None:
-        self.key, self.node = -node._sequence_nr, node
-
-    def __lt__(self, other: "_Ready") -> bool:
-        return self.key < other.key
+    node: Node
 
 
 def _run_node(node: Node, grads: list) -> tuple:
@@ -277,8 +281,12 @@ def run_backward(roots: Sequence[tuple], root_grads: Sequence, retain_graph: boo
         run_node = _capturing(captures, _needed(root_nodes, {node for node, _ in captures}), captured)
     elif targets is not None:
         run_node = _pruned(_needed(root_nodes, targets) | targets)
-    with grad_mode.no_grad():
+    state = grad_mode.state  # no_grad's switch, without its object (one backward can be a few microseconds)
+    enabled, state.enabled = state.enabled, False
+    try:
         _walk(roots, root_grads, dependencies, retain_graph, run_node)
+    finally:
+        state.enabled = enabled
     return captured
 
 

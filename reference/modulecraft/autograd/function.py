@@ -149,13 +149,17 @@ class Function(metaclass=_FunctionMeta):
     def apply(cls, *args, **kwargs):
         ctx = cls._backward_cls()
         ctx.needs_input_grad = tuple([isinstance(arg, Tensor) and arg._requires_grad for arg in args])
-        with grad_mode.no_grad():
+        state = grad_mode.state  # no_grad's switch, without its object (this runs for every call, hooks' too)
+        enabled, state.enabled = state.enabled, False
+        try:
             if cls.setup_context is Function.setup_context:
                 outputs = cls.forward(ctx, *args, **kwargs)
             else:  # torch 2's style: forward without ctx, then setup_context(ctx, inputs, output)
                 outputs = cls.forward(*args, **kwargs)
                 cls.setup_context(ctx, args, outputs)
-        if not (grad_mode.state.enabled and True in ctx.needs_input_grad):
+        finally:
+            state.enabled = enabled
+        if not (enabled and True in ctx.needs_input_grad):
             return outputs
         tensor_args = [arg for arg in args if isinstance(arg, np.ndarray)]
         ctx.next_functions = edges(tensor_args)

@@ -138,12 +138,14 @@ class BackwardHook:
         new_tensors = functions.BackwardHookFunction.apply(*tensors)
         if len(new_tensors) == 0:
             raise RuntimeError("Cannot set Module backward hook for a Module with no input Tensors.")
-        grad_fns = [grad_fn for grad_fn in (getattr(tensor, "grad_fn", None) for tensor in new_tensors)
-                    if grad_fn is not None and grad_fn.name() == "BackwardHookFunctionBackward"]
-        if not grad_fns:
+        for tensor in new_tensors:  # the first output recorded by the identity node carries it
+            grad_fn = getattr(tensor, "grad_fn", None)
+            if grad_fn is not None and grad_fn.name() == "BackwardHookFunctionBackward":
+                break
+        else:
             raise RuntimeError("Error while setting up backward hooks. Please open an issue with a code sample to "
                                "reproduce this.")
-        fn(grad_fns[0])
+        fn(grad_fn)
         if type(args) is tuple and len(tensors) == len(args):  # the common case: all of them are tensors
             return tuple(new_tensors), tensors_idx
         arg_list = list(args)
