@@ -9,6 +9,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from nbclient import NotebookClient
 
 from autograder import config, selfcheck, synthetic
 from autograder.selfcheck import check_my_work, check_notebook, find_my_notebook
@@ -130,6 +131,16 @@ def test_every_failure_reads_as_one_and_names_the_exercise_it_comes_from(tmp_pat
     for grade_id in ("c01_call_impl_visible", "c01_call_impl_hidden"):
         assert "Raised in your `module_init`, Exercise 1 (`module_init`)" in tests[grade_id].feedback, \
             tests[grade_id].feedback
+
+    # The same notebook run in a kernel as the learner runs it (visible tests judged in the kernel): the blank
+    # class's visible test reads as the blank function's.
+    monkeypatch.setenv(config.GRADING_ENV_VAR, "1")  # its last cell would check it again
+    ran = NotebookClient(nbformat.read(notebook, as_version=4), timeout=60, kernel_name="python3",
+                         allow_errors=True, resources={"metadata": {"path": str(tmp_path)}}).execute()
+    errors = {cell.metadata["nbgrader"]["grade_id"]: out.evalue for cell in ran.cells
+              if cell.metadata.get("nbgrader", {}).get("grade") for out in cell.outputs if out.output_type == "error"}
+    for grade_id in ("c01_fixed_pipeline_visible", "c01_module_init_visible"):
+        assert not_written in errors[grade_id] and "is not defined" not in errors[grade_id], errors[grade_id]
 
 
 def test_checks_reuse_the_learners_warm_server_which_ends_with_jupyter(learner, monkeypatch):
