@@ -426,7 +426,7 @@ def jupyter_environment(state: Path, role: str) -> dict[str, str]:
         "JUPYTERLAB_WORKSPACES_DIR": str(state / "lab" / "workspaces"),
         "JUPYTER_RUNTIME_DIR": str(state / "runtime"),
     }
-    if role == "learner":  # each kernel has the self-check prepare its chapter as it starts
+    if role == "learner":  # IPython's profile is private too: its kernel config has the self-check prepare the chapter
         env["IPYTHONDIR"] = str(state / "ipython")
         _write_json(state / "ipython" / "profile_default" / "ipython_kernel_config.json", KERNEL_CONFIG)
     return env
