@@ -1,14 +1,20 @@
 """`Course`: an nbgrader grading folder for the modulecraft chapters, driven through nbgrader's Python API."""
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 from pathlib import Path
 
+import nbgrader.api
 from nbgrader.api import Gradebook, MissingEntry
 
 from . import config as course_config
 from .grading import GradingReport, grade_class, nbgrader_api
+
+# Each new gradebook asks `alembic heads` (a subprocess: 3 s of CPU) for nbgrader's schema version, which is fixed by
+# the nbgrader installed: asked once per process (a learner's first self-check of a chapter, a test's folder).
+nbgrader.api.get_alembic_version = functools.cache(nbgrader.api.get_alembic_version)
 
 
 class Course:

@@ -10,7 +10,9 @@ answer key, the probes' observations judged outside the kernel on a fresh seed.
 
 A learner presses it often, so `check_my_work` has the grading done by a check server of the learner's own
 (`serve`), started by the first check and reused by the next ones: it has imported the grader and keeps its
-forkservers (each has imported what kernels need) warm. It ends with the learner's Jupyter server, after
+forkservers (each has imported what kernels need) warm. The learner's kernel asks it to prepare the notebook's
+chapter as it starts (`load_ipython_extension`, loaded by the learner's JupyterLab): the chapter's release and its
+forkserver are ready long before the first check. It ends with the learner's Jupyter server, after
 SERVER_IDLE seconds without a check, or when the grader's code changed. It listens on an abstract Unix socket
 named after this user, interpreter and course, and answers only its own user. The command line grades in its own
 process, as before (it leaves nothing running). Without root there is no slot user, namespace (network, private folders) or tmpfs quota:
@@ -27,6 +29,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 import traceback
 from datetime import datetime
@@ -60,11 +63,25 @@ def check_my_work(chapter: str | None = None) -> None:
     print(report, end="", file=sys.stdout if code in (0, 1) else sys.stderr)
 
 
-def ask_server(notebook: Path, chapter: str | None, progress=None) -> tuple[int, str]:
-    """Have this learner's check server grade `notebook`, starting one when none runs (or it was stale), calling
-    `progress(text)` as it works: (0 when every test cell passes, 1 when some fail, 2 when the check failed; the
-    report)."""
-    request = json.dumps({"notebook": str(Path(notebook).resolve()), "chapter": chapter}).encode() + b"\n"
+def load_ipython_extension(ipython) -> None:
+    """In a learner's kernel as it starts (JupyterLab's kernels load this extension, see
+    `workspace.jupyter_environment`): the check server prepares this notebook's chapter in the background, so
+    that the learner's first check waits no longer than the next ones."""
+    if os.environ.get(course_config.GRADING_ENV_VAR):
+        return
+    try:
+        notebook = find_my_notebook()
+    except FileNotFoundError:  # not a chapter's notebook
+        return
+    threading.Thread(target=ask_server, args=(notebook, None), kwargs={"prepare": True}, daemon=True).start()
+
+
+def ask_server(notebook: Path, chapter: str | None, progress=None, prepare: bool = False) -> tuple[int, str]:
+    """Have this learner's check server grade `notebook` (or, with `prepare`, only get its chapter ready to check),
+    starting one when none runs (or it was stale), calling `progress(text)` as it works: (0 when every test cell
+    passes, 1 when some fail, 2 when the check failed; the report)."""
+    request = json.dumps({"notebook": str(Path(notebook).resolve()), "chapter": chapter,
+                          "prepare": prepare}).encode() + b"\n"
     for _ in range(2):
         try:
             with _connect(start=True) as connection:
@@ -143,6 +160,7 @@ def serve() -> None:
         return
     listener.listen(8)
     version = grader_version()
+    prepared: list[str] = []  # chapters whose forkservers are warm here, the most recently checked last
     while True:
         ready, _, _ = select.select([listener, *jupyter], [], [], SERVER_IDLE)
         if listener not in ready:
@@ -161,20 +179,28 @@ def serve() -> None:
                 return
             if "notebook" in request:
                 try:
-                    _answer(connection, request)
+                    _answer(connection, request, prepared)
                 except ConnectionError:  # the client went away (its check was interrupted): the server goes on
                     pass
 
 
-def _answer(connection: socket.socket, request: dict) -> None:
-    """Check the request's notebook, telling the client what it does, then the report."""
+def _answer(connection: socket.socket, request: dict, prepared: list[str]) -> None:
+    """Check the request's notebook, telling the client what it does, then the report (or prepare its chapter,
+    unless one of the chapters checked last, whose forkservers this process keeps, is that one)."""
     def send(message: dict) -> None:
         connection.sendall(json.dumps(message).encode() + b"\n")
 
+    chapter = request.get("chapter") or Path(request["notebook"]).stem
     try:
-        result = check_notebook(request["notebook"], request.get("chapter"),
-                                progress=lambda text: send({"progress": text}))
-        send({"code": 0 if result.passed else 1, "report": result.render() + "\n"})
+        if request.get("prepare"):
+            if chapter not in prepared:
+                prepare_chapter(chapter)
+            send({"code": 0, "report": ""})
+        else:
+            result = check_notebook(request["notebook"], chapter, progress=lambda text: send({"progress": text}))
+            send({"code": 0 if result.passed else 1, "report": result.render() + "\n"})
+        from .sandbox import SERVERS_KEPT
+        prepared[:] = [*(c for c in prepared if c != chapter), chapter][-SERVERS_KEPT:]
     except (FileNotFoundError, ValueError, LookupError) as error:  # said for the learner
         send({"code": 2, "report": f"error: {error}\n"})
     except ConnectionError:  # the client went away
@@ -256,20 +282,10 @@ def check_notebook(notebook, chapter: str | None = None, source=None, progress=N
     notebook = Path(notebook).resolve()
     chapter = chapter or notebook.stem
     source = Path(source or course_config.COURSE_SOURCE).resolve()
-    source_notebook = source / chapter / f"{chapter}.ipynb"
-    if not source_notebook.is_file():
-        raise FileNotFoundError(f"no chapter {chapter!r} in {source}: name the chapter with --chapter "
-                                f"(one of {sorted(p.name for p in source.iterdir() if p.is_dir())})")
     cache = cache_folder(source)
     sandbox.prepare(workers=1)
     with exclusive(cache / ".lock"):
-        root = cache / f"{chapter}-{_sha256(source_notebook)[:16]}"  # a new grading folder per chapter version
-        if not (root / "release" / chapter).is_dir():
-            if progress:
-                progress(f"Preparing the self-check of {chapter} (once per version of the chapter) ...")
-            for stale in cache.glob(f"{chapter}-*"):
-                shutil.rmtree(stale)
-            Course(root, source=source).release([chapter])
+        root = _released(chapter, source, cache, progress)
         if progress:
             progress(f"Checking {notebook.name}: starting a kernel ...")
         course = Course(root, source=source)
@@ -283,6 +299,36 @@ def check_notebook(notebook, chapter: str | None = None, source=None, progress=N
             sandbox.on_cell = None
         tests = _test_results(course, chapter) if outcome.max_score or not outcome.needs_review else []
     return CheckResult(notebook, chapter, tests, outcome.needs_review, outcome.notes)
+
+
+def prepare_chapter(chapter: str, source=None) -> None:
+    """Do ahead what a chapter's first check does beyond the next ones: release the chapter into the cache (once per
+    version of the chapter) and check its blank release once, which starts the chapter's forkserver in this
+    process."""
+    source = Path(source or course_config.COURSE_SOURCE).resolve()
+    cache = cache_folder(source)
+    with exclusive(cache / ".lock"):
+        root = _released(chapter, source, cache)
+    check_notebook(root / "release" / chapter / f"{chapter}.ipynb", chapter, source)
+
+
+def _released(chapter: str, source: Path, cache: Path, progress=None) -> Path:
+    """The grading folder of the chapter's current version in `cache`, where it is released (under the cache's
+    lock); the folders of its older versions are removed."""
+    from .course import Course
+
+    source_notebook = source / chapter / f"{chapter}.ipynb"
+    if not source_notebook.is_file():
+        raise FileNotFoundError(f"no chapter {chapter!r} in {source}: name the chapter with --chapter "
+                                f"(one of {sorted(p.name for p in source.iterdir() if p.is_dir())})")
+    root = cache / f"{chapter}-{_sha256(source_notebook)[:16]}"  # a new grading folder per chapter version
+    if not (root / "release" / chapter).is_dir():
+        if progress:
+            progress(f"Preparing the self-check of {chapter} (once per version of the chapter) ...")
+        for stale in cache.glob(f"{chapter}-*"):
+            shutil.rmtree(stale)
+        Course(root, source=source).release([chapter])
+    return root
 
 
 def _test_results(course, chapter: str) -> list[TestResult]:

@@ -2,12 +2,13 @@
 
     .venv/bin/python benchmarks/bench_selfcheck.py [--chapters 05_traversal ...] [--rounds 3]
 
-In a private cache (nothing of the user's is touched), one check server is started (timed: the first check a
-learner makes after `make lab`); then, per chapter, a first check prepares the chapter (its release, once per
-version of the chapter) and starts its forkserver, and `--rounds` checks of a blank and of a solved notebook are
-timed as a learner's next presses are, from the client's side (`selfcheck.ask_server`, what `check_my_work` calls
-in the learner's kernel). Target: every warm check under 3 s on a quiet machine; the load average is printed
-beside each chapter (the machine may be shared).
+In a private cache (nothing of the user's is touched), per chapter, as a learner meets it: the notebook opens and
+its kernel has the check server prepare the chapter in the background (`selfcheck.load_ipython_extension`: the
+chapter's release, once per version of it, and its forkserver; the first chapter's also starts the server), timed
+but not waited for by the learner, who reads and writes meanwhile; then the first press, and `--rounds` presses of
+a blank and of a solved notebook, timed from the client's side (`selfcheck.ask_server`, what `check_my_work` calls
+in the learner's kernel). Target: every press, the first included, under 3 s on a quiet machine; the load
+average is printed beside each chapter (the machine may be shared).
 """
 from __future__ import annotations
 
@@ -19,17 +20,17 @@ import tempfile
 import time
 from pathlib import Path
 
-TARGET = 3.0  # seconds, warm, quiet machine
+TARGET = 3.0  # seconds from pressing to the report, quiet machine
 
 
-def timed_check(notebook: Path) -> tuple[float, str]:
+def timed_check(notebook: Path, prepare: bool = False) -> tuple[float, str]:
     from autograder import selfcheck
 
     started = time.perf_counter()
-    code, report = selfcheck.ask_server(notebook, None)
+    code, report = selfcheck.ask_server(notebook, None, prepare=prepare)
     if code == 2:
         raise RuntimeError(report)
-    return time.perf_counter() - started, report.strip().splitlines()[-1]
+    return time.perf_counter() - started, (report.strip().splitlines() or [""])[-1]
 
 
 def main() -> int:
@@ -53,9 +54,12 @@ def main() -> int:
                 notebooks[kind] = folder / "workspace" / kind / chapter / f"{chapter}.ipynb"
                 notebooks[kind].parent.mkdir(parents=True)
                 synthetic.write(make(course, chapter), notebooks[kind])
+            prepared, _ = timed_check(notebooks["blank"], prepare=True)
+            label = "server start + chapter prepared" if number == 0 else "chapter prepared"
             first, _ = timed_check(notebooks["blank"])
-            label = "server start + chapter's first check" if number == 0 else "chapter's first check"
-            print(f"{chapter}: {label} {first:.2f} s (load {os.getloadavg()[0]:.1f})")
+            slowest = max(slowest, first)
+            print(f"{chapter}: {label} in the background {prepared:.2f} s; first press {first:.2f} s "
+                  f"(load {os.getloadavg()[0]:.1f})")
             for kind, notebook in notebooks.items():
                 times, total = zip(*(timed_check(notebook) for _ in range(args.rounds)))
                 slowest = max(slowest, max(times))
@@ -64,7 +68,8 @@ def main() -> int:
     finally:
         selfcheck.stop_server()
     verdict = "under" if slowest < TARGET else "OVER"
-    print(f"slowest warm check: {slowest:.2f} s, {verdict} the {TARGET:g} s target (set for a quiet machine)")
+    print(f"slowest press (first presses included): {slowest:.2f} s, {verdict} the {TARGET:g} s target "
+          "(set for a quiet machine)")
     return 0
 
 

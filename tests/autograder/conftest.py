@@ -1,4 +1,5 @@
 """Fixtures for the grading tests: a grading folder on the toy chapters, with short time limits."""
+import shutil
 from pathlib import Path
 
 import pytest
@@ -20,18 +21,22 @@ def short_limits():
         yield
 
 
-def released_toy_course(root) -> Course:
-    course = Course(root, source=TOY_CHAPTERS)
-    course.release()
-    return course
-
-
 @pytest.fixture(scope="session")
-def make_toy_course():
-    """For fixtures wider than one test: `make_toy_course(root)` releases the toy chapters there."""
-    return released_toy_course
+def make_toy_course(tmp_path_factory):
+    """`make_toy_course(root)`: a grading folder at `root` with the toy chapters released. nbgrader releases them
+    once per test run; each folder gets a copy of that release and of its gradebook (neither holds a path)."""
+    released = Course(tmp_path_factory.mktemp("toy-release") / "grading", source=TOY_CHAPTERS)
+    released.release()
+
+    def make(root) -> Course:
+        course = Course(root, source=TOY_CHAPTERS)
+        shutil.copytree(released.root / "release", course.root / "release")
+        shutil.copyfile(released.root / "gradebook.db", course.root / "gradebook.db")
+        return course
+
+    return make
 
 
 @pytest.fixture
-def toy_course(tmp_path, short_limits) -> Course:
-    return released_toy_course(tmp_path / "grading")
+def toy_course(tmp_path, short_limits, make_toy_course) -> Course:
+    return make_toy_course(tmp_path / "grading")

@@ -1,6 +1,7 @@
 """The learner's self-check: grades a copy against the hidden tests, prints per-exercise feedback, and never
 touches the learner's notebook."""
 import hashlib
+import os
 import shutil
 import subprocess
 import sys
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from nbclient import NotebookClient
 
 from autograder import config, selfcheck, synthetic
 from autograder.selfcheck import check_my_work, check_notebook, find_my_notebook
@@ -130,6 +132,47 @@ def test_every_failure_reads_as_one_and_names_the_exercise_it_comes_from(tmp_pat
     for grade_id in ("c01_call_impl_visible", "c01_call_impl_hidden"):
         assert "Raised in your `module_init`, Exercise 1 (`module_init`)" in tests[grade_id].feedback, \
             tests[grade_id].feedback
+
+    # The same notebook run in a kernel as the learner runs it (visible tests judged in the kernel): the blank
+    # class's visible test reads as the blank function's.
+    monkeypatch.setenv(config.GRADING_ENV_VAR, "1")  # its last cell would check it again
+    ran = NotebookClient(nbformat.read(notebook, as_version=4), timeout=60, kernel_name="python3",
+                         allow_errors=True, resources={"metadata": {"path": str(tmp_path)}}).execute()
+    errors = {cell.metadata["nbgrader"]["grade_id"]: out.evalue for cell in ran.cells
+              if cell.metadata.get("nbgrader", {}).get("grade") for out in cell.outputs if out.output_type == "error"}
+    for grade_id in ("c01_fixed_pipeline_visible", "c01_module_init_visible"):
+        assert not_written in errors[grade_id] and "is not defined" not in errors[grade_id], errors[grade_id]
+
+
+def test_a_learners_kernel_has_its_chapter_prepared_before_the_first_check(learner, tmp_path):
+    """The learner's JupyterLab kernels load the self-check's extension: as a chapter's kernel starts, the check
+    server releases the chapter and checks its blank release (starting its forkserver), so the learner's first
+    check has nothing left to prepare."""
+    from jupyter_client import KernelManager
+
+    from autograder.workspace import jupyter_environment
+
+    course, notebook = learner
+    synthetic.write(synthetic.solved(course, "90_toy"), notebook)
+    jupyter = subprocess.Popen(["sleep", "600"])  # stands for the learner's Jupyter server (the kernel's parent)
+    env = {**os.environ, **jupyter_environment(tmp_path / "jupyter", "learner"),
+           "JPY_SESSION_NAME": str(notebook), "JPY_PARENT_PID": str(jupyter.pid)}
+    env.pop(config.GRADING_ENV_VAR, None)
+    kernel = KernelManager(kernel_name="python3")
+    kernel.start_kernel(env=env, cwd=str(notebook.parent))
+    try:
+        deadline = time.monotonic() + 60
+        while not list((tmp_path / "cache").glob("*/90_toy-*/release/90_toy")):
+            assert time.monotonic() < deadline, "the kernel's start did not have the chapter prepared"
+            time.sleep(0.2)
+        said = []
+        code, report = selfcheck.ask_server(notebook, None, said.append)  # waits for the preparation under way
+    finally:
+        kernel.shutdown_kernel(now=True)
+        jupyter.kill()
+        jupyter.wait()
+    assert code == 0 and "Total: 5/5" in report, report
+    assert not any("Preparing" in text for text in said), said
 
 
 def test_checks_reuse_the_learners_warm_server_which_ends_with_jupyter(learner, monkeypatch):

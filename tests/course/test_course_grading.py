@@ -1,14 +1,16 @@
 """Real nbgrader autograding of every chapter: solutions earn everything, untouched releases nothing, and each
 typical wrong implementation loses points on its own exercise with feedback that names the mistake.
 
-Per chapter, all submissions are graded in ONE run: solved, untouched, delegating to the reference, and the wrong
-implementations packed several to a submission (one per exercise, never in exercises that build on each other:
-see `packs`); none is held for review, and the solved, untouched and delegating ones hit no limit.
+The submissions of every chapter this session tests are graded in ONE run: per chapter solved, untouched,
+delegating to the reference, and the wrong implementations packed several to a submission (one per exercise, never
+in exercises that build on each other: see `packs`); none is held for review, and the solved, untouched and
+delegating ones hit no limit.
 """
 from __future__ import annotations
 
 import html
 import re
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -52,28 +54,43 @@ def pack_of(chapter: str, mistake: str) -> tuple[str, list[dict]]:
 
 
 @pytest.fixture(scope="session")
-def graded(course, release, tmp_path_factory):
-    """graded(chapter) grades all of the chapter's submissions in one run (once) and returns the course."""
-    reports = {}
+def graded(course, release, tmp_path_factory, request):
+    """graded(chapter) returns the course once the chapter's submissions are graded. The first call grades those of
+    every chapter this session's tests need in ONE run (one pool of workers kept busy across chapters, one
+    feedback pass); a chapter asked for later, not among them, gets a run of its own."""
+    reports, students = {}, set()
+
+    def submit(chapter: str) -> None:
+        folder = tmp_path_factory.mktemp(f"submissions-{chapter}")
+        answers = solved(nbformat.read(release(chapter), as_version=4), read_notebook(chapter))
+        submissions = {"solved": _write(folder / "solved.ipynb", answers), "untouched": release(chapter),
+                       "delegates": _write(folder / "delegates.ipynb", delegating(answers, chapter))}
+        for i, pack in enumerate(packs(chapter)):
+            submission = answers
+            for wrong in pack:
+                submission = with_cell_replaced(submission, wrong["grade_id"], wrong["source"])
+            submissions[f"pack-{i}"] = _write(folder / f"pack-{i}.ipynb", submission)
+        for student, path in submissions.items():
+            course.submit(student, chapter, path)
+        students.update(submissions)
+
+    def grade(chapters: list[str]) -> None:
+        for chapter in chapters:
+            submit(chapter)
+        # only these submissions: other tests' (the capstone's switches) are graded by their own fixtures
+        report = course.grade(sorted(students), chapters, force=True)
+        course.generate_feedback(sorted(students), chapters)
+        reports.update(dict.fromkeys(chapters, report))
 
     def grade_chapter(chapter: str):
         if chapter not in reports:
-            folder = tmp_path_factory.mktemp(f"submissions-{chapter}")
-            answers = solved(nbformat.read(release(chapter), as_version=4), read_notebook(chapter))
-            course.submit("solved", chapter, _write(folder / "solved.ipynb", answers))
-            course.submit("untouched", chapter, release(chapter))
-            course.submit("delegates", chapter, _write(folder / "delegates.ipynb", delegating(answers, chapter)))
-            for i, pack in enumerate(packs(chapter)):
-                submission = answers
-                for wrong in pack:
-                    submission = with_cell_replaced(submission, wrong["grade_id"], wrong["source"])
-                course.submit(f"pack-{i}", chapter, _write(folder / f"pack-{i}.ipynb", submission))
-            reports[chapter] = course.grade(chapters=[chapter], force=True)
-            course.generate_feedback(chapters=[chapter])
-        review = {o.student: o.needs_review for o in reports[chapter].needs_review}
+            needed = {item.callspec.params["chapter"] for item in request.session.items
+                      if item.path == Path(__file__) and hasattr(item, "callspec")}
+            grade(sorted(needed - set(reports)) if chapter in needed else [chapter])
+        outcomes = [o for o in reports[chapter].outcomes if o.chapter == chapter]
+        review = {o.student: o.needs_review for o in outcomes if o.needs_review}
         assert review == {}, f"submissions held for review instead of graded: {review}"
-        notes = {o.student: o.notes for o in reports[chapter].outcomes
-                 if o.student in ("solved", "untouched", "delegates") and o.notes}
+        notes = {o.student: o.notes for o in outcomes if o.student in ("solved", "untouched", "delegates") and o.notes}
         assert notes == {}, f"limits hit by submissions that should hit none: {notes}"
         return course
 
