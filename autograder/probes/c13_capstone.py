@@ -965,6 +965,9 @@ def run_experiment_visible(yours, draw, check):
               hint="see 13.7 and 13.8: save_checkpoint(model, optimizer, folder) after the last epoch.")
         check("one more epoch: (losses going on, losses of a lazy model resumed from the checkpoint)", run.resumed,
               close=True, hint="see 13.7: the resumed run must repeat the original exactly.")
+        check("how many values each statistic holds after that epoch, outside run_experiment",
+              lambda: (run.resumed(), statistics_seen(run.ran()[3]))[1], close=True,
+              hint="see 13.8: run_experiment removes every hook it attached before it returns.")
     finally:
         run.remove()
 

@@ -396,4 +396,38 @@ WRONG_IMPLEMENTATIONS = [
         feedback='does not exist while grading',
         source="from modulecraft.exercises.c13_capstone import save_checkpoint, load_checkpoint",
     ),
+    # 13.8: the whole run
+    dict(
+        grade_id='c13_run_experiment',
+        mistake='run-hooks-left-attached',
+        feedback='removes every hook it attached',
+        edits=[("    for handle in handles:\n        handle.remove()\n", "")],
+    ),
+    dict(
+        grade_id='c13_run_experiment',
+        mistake='run-checkpoint-before-training',
+        feedback='losses of a lazy model resumed from the checkpoint',
+        edits=[("    save_checkpoint(model, optimizer, folder)\n", ""),
+               ("    stats, handles = attach_statistics(model)\n",
+                "    stats, handles = attach_statistics(model)\n    save_checkpoint(model, optimizer, folder)\n")],
+    ),
+    dict(
+        grade_id='c13_run_experiment',
+        mistake='run-same-seed-every-epoch',
+        feedback='train_epoch with seeds 0, 1',
+        edits=[("nn.CrossEntropyLoss(), x, y, seed=epoch)]", "nn.CrossEntropyLoss(), x, y)]")],
+    ),
+    dict(
+        grade_id='c13_run_experiment',
+        mistake='run-statistics-after-training',
+        feedback="the hooks record during the run's steps only",
+        edits=[("    stats, handles = attach_statistics(model)\n", ""),
+               ("    for handle in handles:\n", "    stats, handles = attach_statistics(model)\n    for handle in handles:\n")],
+    ),
+    dict(
+        grade_id='c13_run_experiment',
+        mistake='delegates-to-reference-run',
+        feedback='does not exist while grading',
+        source="from modulecraft.exercises.c13_capstone import run_experiment",
+    ),
 ]
