@@ -428,7 +428,8 @@ def recording_hidden(yours, draw, check):
             node = model[0](scenario.problem.x).grad_fn
             return node.name(), [(fn.name() if fn is not None else None) for fn, _ in node.next_functions]
         check("the first Linear's node on plain input: its name and next_functions", first_layer,
-              hint=hint(mechanism, "the input needs no gradient: its edge is None; a parameter's, AccumulateGrad."))
+              hint=hint(mechanism, "_recording looks at every value: the input comes first and needs no gradient "
+                                   "(its edge is None), the weight and bias after it do (AccumulateGrad)."))
         check("gradients after one backward", lambda: (lambda m: (nn.CrossEntropyLoss()(
             m(scenario.problem.x), scenario.problem.y).backward(), gradients(m))[1])(scenario.model()), close=True,
               hint=hint(mechanism, "record when an input requires grad and grad mode is on."))

@@ -91,6 +91,21 @@ WRONG_IMPLEMENTATIONS = [
         edits=[("        elif x.grad_fn is not None:\n            found.append((x.grad_fn, x._output_nr))\n", "")],
     ),
     dict(
+        grade_id='c13_mine_recording',
+        mistake='recording-first-value-only',
+        feedback='_recording looks at every value',
+        edits=[("    return any(isinstance(value, Tensor) and value.requires_grad for value in values)\n",
+                "    return isinstance(values[0], Tensor) and values[0].requires_grad\n")],
+    ),
+    dict(
+        grade_id='c13_mine_engine',
+        mistake='walk-compares-nodes',
+        feedback="not supported between instances",
+        dependents_feedback="Raised in your `_walk`",
+        edits=[("(-node._sequence_nr, next(tickets), node)", "(-node._sequence_nr, node)"),
+               ("(-following._sequence_nr, next(tickets), following)", "(-following._sequence_nr, following)")],
+    ),
+    dict(
         grade_id='c13_mine_engine',
         mistake='grad-overwritten',
         feedback='without zero_grad',
