@@ -536,6 +536,16 @@ def backward_hooks_visible(yours, draw, check):
               lambda: record, close=True,
               hint=hint(mechanism, "the last layer's hook first; the first layer's input needs no gradient: None."))
 
+        def diverged():
+            model = scenario.trained()[0]
+            model[0].weight.grad[0, 0], model[3].bias.grad[0] = np.inf, np.nan
+            model.zero_grad(set_to_none=False)
+            return gradients(model)
+        check("after a step that diverged (inf and nan in two gradients), model.zero_grad(set_to_none=False): the "
+              "gradients", diverged, close=True,
+              hint=hint(mechanism, "zero_grad(set_to_none=False) writes zeros: multiplying by 0 keeps inf and nan "
+                                   "(as nan)."))
+
 
 @probe("c13_mine_backward_hooks_hidden")
 def backward_hooks_hidden(yours, draw, check):

@@ -344,7 +344,8 @@ def _place(frame) -> tuple[str, str]:
     name, modulecraft's by module, anything else by its top package."""
     module = frame.f_globals.get("__name__") or "?"
     if module == "__main__":
-        return YOURS, frame.f_code.co_qualname.split(".", 1)[0]
+        name = frame.f_code.co_qualname.split(".", 1)[0]
+        return YOURS, "the cells' own code" if name.startswith("<") else name
     if module.split(".")[0] == "modulecraft":
         return GIVEN, module
     return LIBRARIES, module.split(".")[0]

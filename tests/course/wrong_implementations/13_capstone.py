@@ -98,6 +98,12 @@ WRONG_IMPLEMENTATIONS = [
                 "    return isinstance(values[0], Tensor) and values[0].requires_grad\n")],
     ),
     dict(
+        grade_id='c13_mine_backward_hooks',
+        mistake='zero-grad-multiplies-by-zero',
+        feedback='multiplying by 0 keeps inf and nan',
+        edits=[("                p.grad[...] = 0", "                p.grad *= 0")],
+    ),
+    dict(
         grade_id='c13_mine_engine',
         mistake='walk-compares-nodes',
         feedback="not supported between instances",
