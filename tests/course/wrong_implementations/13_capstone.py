@@ -109,6 +109,7 @@ WRONG_IMPLEMENTATIONS = [
         feedback="not supported between instances",
         dependents_feedback="Raised in your `_walk`",
         edits=[("(-node._sequence_nr, next(tickets), node)", "(-node._sequence_nr, node)"),
+               ("node = heapq.heappop(ready)[2]", "node = heapq.heappop(ready)[1]"),
                ("(-following._sequence_nr, next(tickets), following)", "(-following._sequence_nr, following)")],
     ),
     dict(
