@@ -246,6 +246,9 @@ def test_the_solved_notebook_trains_on_the_learners_code_in_every_row(monkeypatc
     printed = "".join(output.get("text", "") for output in resumed.outputs)
     assert "your code in every row: True" in printed and "same 44 losses: True" in printed
     assert "held-out accuracy, original and resumed: 0.98" in printed
+    for row in ("  train_epoch", "  attach_statistics", "modulecraft.autograd.function (most: Function.apply)",
+                "modulecraft.utils.hooks", "modulecraft.optim.optimizer", "in all "):
+        assert row in printed, row
 
 
 def test_a_test_cell_of_an_older_capstone_says_where_the_current_version_is():
