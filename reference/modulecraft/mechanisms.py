@@ -366,7 +366,7 @@ def observe(observed: Observed | None = None):
                     sides[code] = (mechanism, "yours")
     observed = observed if observed is not None else Observed()
     counts: dict[types.CodeType, int] = {}
-    places: dict[types.CodeType, tuple[str, str]] = {}
+    places: dict[types.CodeType, tuple[str, str]] = {}  # (mechanism, side), or (group, where) (see `_place`)
     first_resume: dict[types.CodeType, int] = {}  # a generator's frame enters again at each `next`: count its start
 
     def profile(frame, event, arg):
@@ -392,7 +392,7 @@ def observe(observed: Observed | None = None):
                 counts[leaving.f_code] -= 1
         for code, n in ((code, n) for code, n in counts.items() if n):
             if code in sides:
-                observed.calls[sides[code]] += n
+                observed.calls[places[code]] += n
             else:
                 observed.rest[places[code]] += n
                 observed.examples.setdefault(places[code], Counter())[code.co_qualname] += n
