@@ -375,9 +375,9 @@ def observe(observed: Observed | None = None):
         code = frame.f_code
         if code.co_flags & GENERATORS and first_resume.setdefault(code, frame.f_lasti) != frame.f_lasti:
             return
-        if code in counts:
+        try:
             counts[code] += 1
-        else:
+        except KeyError:  # the first call of this code
             counts[code] = 1
             places[code] = sides.get(code) or _place(frame)
 
