@@ -99,7 +99,7 @@ def test_a_switched_mechanism_loses_exactly_its_points_and_the_runs_and_the_rest
     autograded = nbformat.read(graded.root / "autograded" / "switched-broken-engine" / CHAPTER / f"{CHAPTER}.ipynb", 4)
     (resumed,) = [c for c in autograded.cells if c.get("id") == "c13_code_23"]
     printed = "".join(o.get("text", "") for o in resumed.outputs)
-    assert "same 44 losses: True" in printed and "your code in every row: False" in printed
+    assert "same 22 losses: True" in printed and "your code in every row: False" in printed
 
 
 def test_switching_and_delegating_gains_nothing(graded):
