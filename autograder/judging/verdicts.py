@@ -183,8 +183,8 @@ class JudgeTests(NbGraderPreprocessor):
                        f"({course_config.CELL_TIMEOUT} s of CPU time, or {course_config.cell_wall_timeout()} s waiting)")
             elif outputs is None:
                 why = f"this cell did not finish: {sandbox.kernel_exit_reason()}"
-            elif mechanism_of.get(grade_id) in current.switched:
-                why = f"{mechanism_of[grade_id]}: {SWITCHED}"
+            elif current.switched.intersection(mechanism_of.get(grade_id, ())):
+                why = f"{', '.join(m for m in mechanism_of[grade_id] if m in current.switched)}: {SWITCHED}"
             else:
                 why = judge(grade_id, outputs, runs, exercises)
             cell.outputs = [] if why is None else [

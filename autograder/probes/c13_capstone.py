@@ -10,6 +10,7 @@ notebook's `WHOSE` leaves "mine" (while grading, modulecraft has no code of its 
 shows in the others too (`BUILDS_ON`), until switched.
 """
 import contextlib
+import importlib.util
 import shutil
 import tempfile
 import warnings
@@ -43,6 +44,7 @@ YOURS = {
     "attach_statistics": "modulecraft.exercises.c13_capstone:attach_statistics",
     "save_checkpoint": "modulecraft.exercises.c13_capstone:save_checkpoint",
     "load_checkpoint": "modulecraft.exercises.c13_capstone:load_checkpoint",
+    "run_experiment": "modulecraft.exercises.c13_capstone:run_experiment",
 }
 
 # modulecraft's functions that hold a mechanism of YOURS under another name (`autograder.judging.answer_key`): the
@@ -50,15 +52,18 @@ YOURS = {
 # it, so it stays when the learner switched the optimizer (12) to the reference; the learner's SGD has its own.
 SIBLINGS = {"modulecraft.optim.optimizer:Optimizer.zero_grad": ("zero_grad", "SGD")}
 
-# The test cells that grade each mechanism: `autograder.judging.verdicts` fails them when the learner switched it.
-MECHANISM_OF = {f"{exercise}_{kind}": mechanism for mechanism, exercise in EXERCISES.items()
-                for kind in ("visible", "hidden")}
+# The test cells that grade each mechanism, and the run (13.8) that grades them all at work:
+# `autograder.judging.verdicts` fails a cell when the learner switched one of its mechanisms to the reference.
+MECHANISM_OF = {**{f"{exercise}_{kind}": (mechanism,) for mechanism, exercise in EXERCISES.items()
+                   for kind in ("visible", "hidden")},
+                **{f"c13_run_experiment_{kind}": tuple(EXERCISES) for kind in ("visible", "hidden")}}
 
 # While grading, every module trains, evaluates, saves and loads with all of the learner's mechanisms.
 BUILDS_ON = {
     **{exercise: [other for other in EXERCISES.values() if other != exercise] for exercise in EXERCISES.values()},
     **{grade_id: list(EXERCISES.values()) for grade_id in
        ("c13_train_epoch", "c13_accuracy", "c13_statistics", "c13_checkpoint")},
+    "c13_run_experiment": [*EXERCISES.values(), "c13_train_epoch", "c13_statistics", "c13_checkpoint"],
 }
 
 
@@ -428,7 +433,8 @@ def recording_hidden(yours, draw, check):
             node = model[0](scenario.problem.x).grad_fn
             return node.name(), [(fn.name() if fn is not None else None) for fn, _ in node.next_functions]
         check("the first Linear's node on plain input: its name and next_functions", first_layer,
-              hint=hint(mechanism, "the input needs no gradient: its edge is None; a parameter's, AccumulateGrad."))
+              hint=hint(mechanism, "_recording looks at every value: the input comes first and needs no gradient "
+                                   "(its edge is None), the weight and bias after it do (AccumulateGrad)."))
         check("gradients after one backward", lambda: (lambda m: (nn.CrossEntropyLoss()(
             m(scenario.problem.x), scenario.problem.y).backward(), gradients(m))[1])(scenario.model()), close=True,
               hint=hint(mechanism, "record when an input requires grad and grad mode is on."))
@@ -534,6 +540,16 @@ def backward_hooks_visible(yours, draw, check):
         check("what the hooks saw at each step: (layer, norms of grad_input, norm of grad_output[0])",
               lambda: record, close=True,
               hint=hint(mechanism, "the last layer's hook first; the first layer's input needs no gradient: None."))
+
+        def diverged():
+            model = scenario.trained()[0]
+            model[0].weight.grad[0, 0], model[3].bias.grad[0] = np.inf, np.nan
+            model.zero_grad(set_to_none=False)
+            return gradients(model)
+        check("after a step that diverged (inf and nan in two gradients), model.zero_grad(set_to_none=False): the "
+              "gradients", diverged, close=True,
+              hint=hint(mechanism, "zero_grad(set_to_none=False) writes zeros: multiplying by 0 keeps inf and nan "
+                                   "(as nan)."))
 
 
 @probe("c13_mine_backward_hooks_hidden")
@@ -875,3 +891,134 @@ def checkpoint_hidden(yours, draw, check):
                                             "without buffers is an error (Missing key(s) in state_dict).")
     finally:
         saved.remove()
+
+
+# -- Exercise: the whole run (13.8), graded on what the machinery does -------------------------------------------
+DIGITS_EPOCHS, DIGITS_ACCURACY = 2, 0.93  # stated in 13.8; modulecraft's code gets 95.0-96.2 % on seeds 0-9
+DIGITS_GOING_ON = 256  # rows of the epoch after the checkpoint (four batches): resuming is checked, at a small cost
+
+
+def digits():
+    """scikit-learn's digits, split as the capstone splits them (13.2): (x_train, y_train, x_test, y_test)."""
+    path = Path(importlib.util.find_spec("sklearn").origin).parent / "datasets" / "data" / "digits.csv.gz"
+    table = np.loadtxt(path, delimiter=",", dtype=np.float32)
+    features, labels = table[:, :64] / 16, table[:, 64].astype(np.int64)
+    order = np.random.default_rng(0).permutation(len(labels))
+    return features[order[:1400]], labels[order[:1400]], features[order[1400:]], labels[order[1400:]]
+
+
+def held_out_accuracy(model, x, y):
+    """Measured here, not with the learner's `accuracy` (graded in 13.4): eval mode, no graph."""
+    with modulecraft.no_grad():
+        return float((np.asarray(model.eval()(x)).argmax(axis=1) == y).mean())
+
+
+_REFERENCE_RUNS: dict = {}  # (check, initialisation seed) -> the reference's observation, made once per grader process
+
+
+def remembered(yours, key, thunk):
+    """`thunk`, whose result the reference computes once: the grader runs this probe on the reference for every
+    submission, and the digits run only depends on the initialisation seed (ten of them)."""
+    if not isinstance(yours, Reference):
+        return thunk
+
+    def once():
+        if key not in _REFERENCE_RUNS:
+            _REFERENCE_RUNS[key] = thunk()
+        return _REFERENCE_RUNS[key]
+    return once
+
+
+class Run:
+    """`run_experiment` on a model built from `build` into a private folder, then one more epoch on the first `going_on`
+    rows for that model and for a fresh lazy one resumed from the checkpoint with the learner's `load_checkpoint`."""
+
+    def __init__(self, yours, build, x, y, epochs, going_on=None):
+        self.yours, self.build, self.x, self.y, self.epochs = yours, build, x, y, epochs
+        self.going_on = slice(going_on)
+        self.folder = Path(tempfile.mkdtemp(prefix="probe-run-"))
+        self.ran = Once(self._run)
+        self.resumed = Once(self._resume)
+
+    def _run(self):
+        model = self.build(lazy=False)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Full backward hook is firing")
+            optimizer, losses, stats = self.yours.run_experiment(model, make_optimizer, self.x, self.y, self.epochs,
+                                                                 self.folder)
+        return model, optimizer, losses, stats
+
+    def _resume(self):
+        model, optimizer = self.ran()[:2]
+        fresh = self.build(lazy=True)
+        restored = self.yours.load_checkpoint(self.folder, fresh, make_optimizer)
+        x, y, loss_fn = self.x[self.going_on], self.y[self.going_on], nn.CrossEntropyLoss()
+        going_on = self.yours.train_epoch(model, optimizer, loss_fn, x, y, seed=self.epochs)
+        return going_on, self.yours.train_epoch(fresh, restored, loss_fn, x, y, seed=self.epochs)
+
+    def remove(self):
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def statistics_seen(stats):
+    """Per layer: how many values each statistic recorded, and the last one."""
+    return {name: {key: (len(values), values[-1] if values else None) for key, values in record.items()}
+            for name, record in stats.items()}
+
+
+RUN_HINT = ("see 13.8: an optimizer from make_optimizer(model.parameters()), attach_statistics, train_epoch with seeds "
+            "0, 1, ..., every handle removed, then save_checkpoint; returns (optimizer, losses, stats).")
+
+
+@probe("c13_run_experiment_visible")
+def run_experiment_visible(yours, draw, check):
+    problem = Problem(draw, rows=draw.choice([24, 28, 32, 36, 40]))  # batches of 64: one batch of all the rows
+    run = Run(yours, problem.model, problem.x, problem.y, draw.int(2, 3))
+    try:
+        check(f"the losses of {run.epochs} epochs of run_experiment on a small drawn problem",
+              lambda: run.ran()[2], close=True, hint=RUN_HINT)
+        check("the statistics it returns: per layer, (count, last value) of each", lambda: statistics_seen(run.ran()[3]),
+              close=True, hint="see 13.5 and 13.8: the hooks record during the run's steps only, and are removed after.")
+        check("the files of its checkpoint", lambda: (run.ran(), sorted(p.name for p in run.folder.iterdir()))[1],
+              hint="see 13.7 and 13.8: save_checkpoint(model, optimizer, folder) after the last epoch.")
+        check("one more epoch: (losses going on, losses of a lazy model resumed from the checkpoint)", run.resumed,
+              close=True, hint="see 13.7: the resumed run must repeat the original exactly.")
+        check("how many values each statistic holds after that epoch, outside run_experiment",
+              lambda: (run.resumed(), statistics_seen(run.ran()[3]))[1], close=True,
+              hint="see 13.8: run_experiment removes every hook it attached before it returns.")
+    finally:
+        run.remove()
+
+
+@probe("c13_run_experiment_hidden")
+def run_experiment_hidden(yours, draw, check):
+    x_train, y_train, x_test, y_test = digits()
+    init_seed = draw.int(0, 9)
+
+    def build(lazy):
+        modulecraft.manual_seed(init_seed)
+        if lazy:
+            return nn.Sequential(nn.LazyLinear(32), nn.LazyBatchNorm1d(), nn.ReLU(), nn.LazyLinear(10))
+        return nn.Sequential(nn.Linear(64, 32), nn.BatchNorm1d(32), nn.ReLU(), nn.Linear(32, 10))
+    run = Run(yours, build, x_train, y_train, DIGITS_EPOCHS, going_on=DIGITS_GOING_ON)
+
+    def once(label, thunk):
+        return remembered(yours, (label, init_seed), thunk)
+    try:
+        check(f"held-out accuracy of the digits model (initialisation seed {init_seed}) after {DIGITS_EPOCHS} epochs "
+              f"of run_experiment on your machinery: at least {DIGITS_ACCURACY:.0%}?",
+              once("accuracy", lambda: held_out_accuracy(run.ran()[0], x_test, y_test) >= DIGITS_ACCURACY),
+              hint="see 13.8: your mechanisms, train_epoch and run_experiment together must train the model; if the "
+                   "tests of 13.1 fail, fix those first.")
+        check("the losses of every step of that run", once("losses", lambda: run.ran()[2]), close=True, hint=RUN_HINT)
+        check("its statistics: per layer, (count, last value) of each",
+              once("statistics", lambda: statistics_seen(run.ran()[3])), close=True,
+              hint="see 13.5: one mean and std per forward of each layer, one grad_norm per backward of each Linear, "
+                   "recorded by your hooks while it trains.")
+        check(f"a third epoch on the first {DIGITS_GOING_ON} rows: (losses going on, losses of a lazy model resumed "
+              "from the checkpoint)",
+              once("resumed", lambda: (lambda going_on, resumed: (going_on == resumed, going_on))(*run.resumed())),
+              close=True, hint="see 13.7: the resumed run must repeat the original exactly (model, BatchNorm's "
+                               "statistics, momentum buffers).")
+    finally:
+        run.remove()

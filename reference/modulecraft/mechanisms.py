@@ -7,7 +7,8 @@ in `YOURS`). The notebook holds one line per mechanism, `WHOSE = {"state_dict (7
 globals())` puts the learner's functions and classes in place of modulecraft's. A learner with a gap switches that
 one line to `"reference"`: nothing else falls back on modulecraft's code.
 
-`observe()` then watches which code actually runs while training (every Python call, through `sys.setprofile`), so
+`observe()` then watches which code actually runs while training (every Python call, through `sys.setprofile`:
+the mechanisms, the rest of the notebook, what the course gives and the libraries, each call in one row), so
 that the notebook prints what ran, not what the switches claim. `reference_only()` puts modulecraft's own code back
 for a while: the chapters' self-tests compare the learner's code with modulecraft's, and must not compare the
 learner's with itself.
@@ -275,28 +276,62 @@ def reference_only():
 
 # -- watching which code runs --------------------------------------------------------------------------------------
 def _codes(obj) -> list[types.CodeType]:
-    """The code objects that run when `obj` is called: a function's own (decorators unwrapped), or every function a
-    class defines itself (inherited ones are someone else's)."""
+    """The code objects that run when `obj` is called: a function's own (decorators unwrapped) and those defined in it
+    (closures, comprehensions), or those of every function a class defines itself (inherited ones are someone
+    else's)."""
     if isinstance(obj, type):
         return [code for value in vars(obj).values() if not isinstance(value, type) for code in _codes(value)]
     if isinstance(obj, (staticmethod, classmethod)):
         obj = obj.__func__
     if callable(obj) and hasattr(inspect.unwrap(obj), "__code__"):
-        return [inspect.unwrap(obj).__code__]
+        return _nested(inspect.unwrap(obj).__code__)
     return []
+
+
+def _nested(code: types.CodeType) -> list[types.CodeType]:
+    return [code, *(inner for const in code.co_consts if isinstance(const, types.CodeType) for inner in _nested(const))]
+
+
+YOURS, GIVEN, LIBRARIES = "your notebook's other code", "given by the course (modulecraft)", \
+    "numpy, Python's library and Jupyter"
 
 
 @dataclass
 class Observed:
-    """Calls per mechanism and side ("yours", "reference") seen while the `observe()` block ran."""
+    """Every Python call that started while the `observe()` block ran, each counted once in one row: per mechanism
+    and side ("yours", "reference"), and the rest by who wrote the code that ran (`rest`: (group, where) -> calls,
+    where the group is one of YOURS, GIVEN, LIBRARIES and `where` the notebook's top-level name, modulecraft's module
+    or the library's package)."""
 
     calls: Counter = field(default_factory=Counter)
+    rest: Counter = field(default_factory=Counter)
+    examples: dict = field(default_factory=dict)  # (group, where) -> Counter of the functions that ran there
 
     def table(self) -> str:
-        width = max(map(len, MECHANISMS))
-        lines = [f"{'mechanism':<{width}}  {'yours (calls)':>13}  {'reference (calls)':>17}"]
-        lines += [f"{m:<{width}}  {self.calls[m, 'yours']:>13}  {self.calls[m, 'reference']:>17}" for m in MECHANISMS]
+        rows = [(m, self.calls[m, "yours"], self.calls[m, "reference"]) for m in MECHANISMS]
+        for group in (YOURS, GIVEN, LIBRARIES):
+            rows.append((group, None, None))
+            for (_, where), n in sorted(((place, n) for place, n in self.rest.items() if place[0] == group),
+                                        key=lambda item: -item[1]):
+                if group == YOURS:
+                    rows.append((f"  {where}", n, None))
+                else:
+                    (busiest, _), = self.examples[group, where].most_common(1)
+                    rows.append((f"  {where} (most: {busiest.split('.<locals>')[0]})", None, n))
+        width = max(len(label) for label, _, _ in rows)
+        lines = [f"{'whose code ran':<{width}}  {'yours (calls)':>13}  {'not yours (calls)':>17}"]
+        lines += [f"{label:<{width}}  {'' if mine is None else mine:>13}  {'' if theirs is None else theirs:>17}"
+                  for label, mine, theirs in rows]
+        mechanisms_mine = sum(self.calls[m, "yours"] for m in MECHANISMS)
+        notebook = sum(n for (group, _), n in self.rest.items() if group == YOURS)
+        total = self.total()
+        lines.append(f"in all {total} calls, {mechanisms_mine + notebook} of them yours "
+                     f"({100 * (mechanisms_mine + notebook) / max(total, 1):.0f} %): {mechanisms_mine} in your "
+                     f"mechanisms, {notebook} in the rest of your notebook")
         return "\n".join(lines)
+
+    def total(self) -> int:
+        return sum(self.calls.values()) + sum(self.rest.values())
 
     def whose(self) -> dict[str, str]:
         """Per mechanism, whose code ran: "yours", "reference", "both" or "none"."""
@@ -304,11 +339,23 @@ class Observed:
         return {m: "both" if len(ran) == 2 else ran[0] if ran else "none" for m, ran in sides.items()}
 
 
+def _place(frame) -> tuple[str, str]:
+    """(group, where) of the code a frame runs, outside the mechanisms: the notebook's (`__main__`) by its top-level
+    name, modulecraft's by module, anything else by its top package."""
+    module = frame.f_globals.get("__name__") or "?"
+    if module == "__main__":
+        name = frame.f_code.co_qualname.split(".", 1)[0]
+        return YOURS, "the cells' own code" if name.startswith("<") else name
+    if module.split(".")[0] == "modulecraft":
+        return GIVEN, module
+    return LIBRARIES, module.split(".")[0]
+
+
 @contextlib.contextmanager
 def observe(observed: Observed | None = None):
-    """Count, while the block runs, every call into the learner's code and into modulecraft's for each mechanism:
-    the code objects that actually start running (through `sys.setprofile`), whoever called them. `observed`: counts
-    to go on adding to (a training path that spans several cells)."""
+    """Count, while the block runs, every Python call that starts (through `sys.setprofile`), whoever called it:
+    into the learner's code or modulecraft's for each mechanism, and every other call by who wrote what ran (see
+    `Observed`). `observed`: counts to go on adding to (a training path that spans several cells)."""
     sides: dict[types.CodeType, tuple[str, str]] = {}
     for mechanism, names in MECHANISMS.items():
         for name, target in names.items():
@@ -318,18 +365,21 @@ def observe(observed: Observed | None = None):
                 for code in _codes(_installed.namespace[name]):
                     sides[code] = (mechanism, "yours")
     observed = observed if observed is not None else Observed()
+    counts: dict[types.CodeType, int] = {}
+    places: dict[types.CodeType, tuple[str, str]] = {}  # (mechanism, side), or (group, where) (see `_place`)
     first_resume: dict[types.CodeType, int] = {}  # a generator's frame enters again at each `next`: count its start
 
     def profile(frame, event, arg):
         if event != "call":
             return
-        side = sides.get(frame.f_code)
-        if side is None:
+        code = frame.f_code
+        if code.co_flags & GENERATORS and first_resume.setdefault(code, frame.f_lasti) != frame.f_lasti:
             return
-        if frame.f_code.co_flags & inspect.CO_GENERATOR:
-            if first_resume.setdefault(frame.f_code, frame.f_lasti) != frame.f_lasti:
-                return
-        observed.calls[side] += 1
+        try:
+            counts[code] += 1
+        except KeyError:  # the first call of this code
+            counts[code] = 1
+            places[code] = sides.get(code) or _place(frame)
 
     previous = sys.getprofile()
     sys.setprofile(profile)
@@ -337,3 +387,15 @@ def observe(observed: Observed | None = None):
         yield observed
     finally:
         sys.setprofile(previous)
+        for leaving in (sys._getframe(), sys._getframe(1)):  # this generator resumed, by the block's __exit__
+            if leaving.f_code in counts:
+                counts[leaving.f_code] -= 1
+        for code, n in ((code, n) for code, n in counts.items() if n):
+            if code in sides:
+                observed.calls[places[code]] += n
+            else:
+                observed.rest[places[code]] += n
+                observed.examples.setdefault(places[code], Counter())[code.co_qualname] += n
+
+
+GENERATORS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR

@@ -1,5 +1,6 @@
 """The capstone's switches, graded for real (nbgrader, grading kernels without modulecraft's code for the learner's
-mechanisms): a mechanism switched to the reference loses its points and nothing else, switching and delegating
+mechanisms): a mechanism switched to the reference loses its points and those of the whole run (13.8) and nothing
+else, switching and delegating
 gains nothing, a mechanism left "mine" but not written scores 0 saying so, and the switches are read from the
 notebook's text, not from what its kernel does."""
 from __future__ import annotations
@@ -19,6 +20,7 @@ pytestmark = pytest.mark.slow
 CHAPTER = "13_capstone"
 ENGINE = "engine (10)"
 ENGINE_CELLS = {"c13_mine_engine_visible", "c13_mine_engine_hidden"}
+RUN_CELLS = {"c13_run_experiment_visible", "c13_run_experiment_hidden"}  # the whole run (13.8) uses every mechanism
 BROKEN_ENGINE = ("    if variable._grad is None:\n", "    if True:\n")  # a .grad overwritten, never added to
 DELEGATING_ENGINE = """from modulecraft.autograd import engine as modulecrafts_engine
 from modulecraft.autograd.graph import AccumulateGrad as ModulecraftsAccumulateGrad
@@ -91,17 +93,17 @@ def _feedback(course, student):
     return html.unescape(re.sub(r"<[^>]+>", "", course.feedback_html(student, CHAPTER)))
 
 
-def test_a_switched_mechanism_loses_exactly_its_points_and_the_rest_trains(graded):
-    assert _lost(graded, "switched-broken-engine") == ENGINE_CELLS
-    assert verdicts.SWITCHED in _feedback(graded, "switched-broken-engine")
+def test_a_switched_mechanism_loses_exactly_its_points_and_the_runs_and_the_rest_trains(graded):
+    assert _lost(graded, "switched-broken-engine") == ENGINE_CELLS | RUN_CELLS
+    assert f"{ENGINE}: {verdicts.SWITCHED}" in _feedback(graded, "switched-broken-engine")
     autograded = nbformat.read(graded.root / "autograded" / "switched-broken-engine" / CHAPTER / f"{CHAPTER}.ipynb", 4)
     (resumed,) = [c for c in autograded.cells if c.get("id") == "c13_code_23"]
     printed = "".join(o.get("text", "") for o in resumed.outputs)
-    assert "same 44 losses: True" in printed and "your code in every row: False" in printed
+    assert "same 22 losses: True" in printed and "your code in every row: False" in printed
 
 
 def test_switching_and_delegating_gains_nothing(graded):
-    assert _lost(graded, "switched-delegating-engine") == ENGINE_CELLS
+    assert _lost(graded, "switched-delegating-engine") == ENGINE_CELLS | RUN_CELLS
 
 
 def test_mine_but_not_written_scores_zero_there_saying_so(graded):
@@ -124,7 +126,7 @@ def test_without_the_switched_verdict_switching_and_delegating_would_earn_the_po
     monkeypatch.setattr(verdicts, "start", lambda chapter, source=None, switched=frozenset(): start(chapter, source))
     graded.submit("switched-delegating-again", CHAPTER, SUBMITTED["switched-delegating-engine"])
     graded.grade(students=["switched-delegating-again"], chapters=[CHAPTER], force=True)
-    assert not _lost(graded, "switched-delegating-again") & ENGINE_CELLS
+    assert not _lost(graded, "switched-delegating-again") & (ENGINE_CELLS | RUN_CELLS)
 
 
 def test_without_keeping_the_switched_code_the_rest_would_not_train(graded, monkeypatch):

@@ -76,3 +76,16 @@ def load_checkpoint(folder, model, make_optimizer):
             state.setdefault(int(index), {})[name] = value
     optimizer.load_state_dict({"state": state, "param_groups": flat["param_groups"]})
     return optimizer
+
+
+def run_experiment(model, make_optimizer, x, y, epochs, folder):
+    """The capstone's whole run: an optimizer for `model`, statistics hooks while it trains `epochs` epochs (seeds 0,
+    1, ...), the hooks removed, then a checkpoint in `folder`. Returns `(optimizer, losses, stats)`."""
+    optimizer = make_optimizer(model.parameters())
+    stats, handles = attach_statistics(model)
+    losses = [loss for epoch in range(epochs)
+              for loss in train_epoch(model, optimizer, nn.CrossEntropyLoss(), x, y, seed=epoch)]
+    for handle in handles:
+        handle.remove()
+    save_checkpoint(model, optimizer, folder)
+    return optimizer, losses, stats

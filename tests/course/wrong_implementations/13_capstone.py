@@ -91,6 +91,28 @@ WRONG_IMPLEMENTATIONS = [
         edits=[("        elif x.grad_fn is not None:\n            found.append((x.grad_fn, x._output_nr))\n", "")],
     ),
     dict(
+        grade_id='c13_mine_recording',
+        mistake='recording-first-value-only',
+        feedback='_recording looks at every value',
+        edits=[("    return any(isinstance(value, Tensor) and value.requires_grad for value in values)\n",
+                "    return isinstance(values[0], Tensor) and values[0].requires_grad\n")],
+    ),
+    dict(
+        grade_id='c13_mine_backward_hooks',
+        mistake='zero-grad-multiplies-by-zero',
+        feedback='multiplying by 0 keeps inf and nan',
+        edits=[("                p.grad[...] = 0", "                p.grad *= 0")],
+    ),
+    dict(
+        grade_id='c13_mine_engine',
+        mistake='walk-compares-nodes',
+        feedback="not supported between instances",
+        dependents_feedback="Raised in your `_walk`",
+        edits=[("(-node._sequence_nr, next(tickets), node)", "(-node._sequence_nr, node)"),
+               ("node = heapq.heappop(ready)[2]", "node = heapq.heappop(ready)[1]"),
+               ("(-following._sequence_nr, next(tickets), following)", "(-following._sequence_nr, following)")],
+    ),
+    dict(
         grade_id='c13_mine_engine',
         mistake='grad-overwritten',
         feedback='without zero_grad',
@@ -395,5 +417,39 @@ WRONG_IMPLEMENTATIONS = [
         mistake='delegates-to-reference-checkpoint',
         feedback='does not exist while grading',
         source="from modulecraft.exercises.c13_capstone import save_checkpoint, load_checkpoint",
+    ),
+    # 13.8: the whole run
+    dict(
+        grade_id='c13_run_experiment',
+        mistake='run-hooks-left-attached',
+        feedback='removes every hook it attached',
+        edits=[("    for handle in handles:\n        handle.remove()\n", "")],
+    ),
+    dict(
+        grade_id='c13_run_experiment',
+        mistake='run-checkpoint-before-training',
+        feedback='losses of a lazy model resumed from the checkpoint',
+        edits=[("    save_checkpoint(model, optimizer, folder)\n", ""),
+               ("    stats, handles = attach_statistics(model)\n",
+                "    stats, handles = attach_statistics(model)\n    save_checkpoint(model, optimizer, folder)\n")],
+    ),
+    dict(
+        grade_id='c13_run_experiment',
+        mistake='run-same-seed-every-epoch',
+        feedback='train_epoch with seeds 0, 1',
+        edits=[("nn.CrossEntropyLoss(), x, y, seed=epoch)]", "nn.CrossEntropyLoss(), x, y)]")],
+    ),
+    dict(
+        grade_id='c13_run_experiment',
+        mistake='run-statistics-after-training',
+        feedback="the hooks record during the run's steps only",
+        edits=[("    stats, handles = attach_statistics(model)\n", ""),
+               ("    for handle in handles:\n", "    stats, handles = attach_statistics(model)\n    for handle in handles:\n")],
+    ),
+    dict(
+        grade_id='c13_run_experiment',
+        mistake='delegates-to-reference-run',
+        feedback='does not exist while grading',
+        source="from modulecraft.exercises.c13_capstone import run_experiment",
     ),
 ]
