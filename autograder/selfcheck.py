@@ -199,7 +199,7 @@ def _answer(connection: socket.socket, request: dict, prepared: list[str]) -> No
         else:
             result = check_notebook(request["notebook"], chapter, progress=lambda text: send({"progress": text}))
             send({"code": 0 if result.passed else 1, "report": result.render() + "\n"})
-        from .sandbox import SERVERS_KEPT
+        from .judging.sandbox import SERVERS_KEPT
         prepared[:] = [*(c for c in prepared if c != chapter), chapter][-SERVERS_KEPT:]
     except (FileNotFoundError, ValueError, LookupError) as error:  # said for the learner
         send({"code": 2, "report": f"error: {error}\n"})
