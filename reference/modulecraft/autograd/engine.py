@@ -113,9 +113,7 @@ def validate_outputs(node: Node, grad_inputs) -> tuple:
     for every node, so formulas may return a broadcast input's gradient with the output's shape). A gradient
     whose input's shape cannot be broadcast to its own raises torch's error, which names the node."""
     validated = grad_inputs if type(grad_inputs) is tuple else tuple(grad_inputs)
-    index = -1
-    for (following, output_nr), grad in zip(node.next_functions, validated):
-        index += 1
+    for index, ((following, output_nr), grad) in enumerate(zip(node.next_functions, validated)):
         if following is None or grad is None:
             continue
         # Read directly rather than through gradient_shape and np.shape: this runs for every edge of every node.
