@@ -104,8 +104,8 @@ SHOWN_OUTPUTS = {"text/plain", "text/html", "text/markdown", "text/latex", "imag
                  "image/svg+xml"}  # formgrader shows SVG as an <img>, where no script runs
 
 
-def _clean(html: str) -> str:
-    return bleach.clean(html, tags=SHOWN_TAGS, attributes=SHOWN_ATTRIBUTES)
+def _clean(markup: str) -> str:
+    return bleach.clean(markup, tags=SHOWN_TAGS, attributes=SHOWN_ATTRIBUTES)
 
 
 def _without_scripts(notebook, resources):
