@@ -21,6 +21,7 @@ from distributed import Client
 
 from autograder import dask_grading, synthetic
 from autograder.config import REPO_ROOT
+from autograder.course import Course
 from autograder.grading import load_outcome
 from autograder.workers import SCRATCH_PREFIX, CourseBundle, grader_version
 
@@ -165,7 +166,9 @@ def test_two_courses_graded_at_once_on_one_cluster_each_get_their_scores(cluster
 
 
 def test_the_course_fingerprint_is_what_grades_not_the_gradebook_s_bytes(make_toy_course, tmp_path):
-    one, two = make_toy_course(tmp_path / "one"), make_toy_course(tmp_path / "two")
+    one = make_toy_course(tmp_path / "one")
+    two = Course(tmp_path / "two", source=one.source)  # released on its own (a copy would have the same bytes)
+    two.release()
     first = CourseBundle.of(one.root, one.source, one.course_id)
     second = dataclasses.replace(CourseBundle.of(two.root, two.source, two.course_id), private=first.private)
     assert first.gradebook != second.gradebook  # its own random row ids
