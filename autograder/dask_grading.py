@@ -296,7 +296,10 @@ def _run(client: Client, run: str, tasks: Iterator[Task], cluster: Workers, sche
     while not completed.is_empty():
         if client.status == "running" and (time.monotonic() - checked > CHECK_WORKERS_EVERY
                                            or (cluster.none_since is not None and completed.has_ready())):
-            cluster.watch(len(running), time.monotonic() - last_result)
+            try:
+                cluster.watch(len(running), time.monotonic() - last_result)
+            except OSError:  # the connection broke since the check (Dask's CommClosedError is an OSError)
+                _reconnected(client, scheduler, len(running))
             checked = time.monotonic()
         if not completed.has_ready():
             time.sleep(0.05)

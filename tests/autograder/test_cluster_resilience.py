@@ -10,10 +10,12 @@ import sys
 import threading
 import time
 
+import dask.config
 import pytest
 
 from autograder import dask_grading, synthetic
 from autograder.grading import load_outcome
+from autograder.workers import Task
 
 from test_dask import free_port, gradebook_rows, processes, wait_for_workers  # noqa: F401 (the fixture)
 
@@ -206,6 +208,32 @@ def test_a_long_break_ends_the_run_in_one_line_and_the_rerun_grades_what_is_left
     assert f"{len(graded)} already graded and unchanged" in again.stdout
     assert {student: load_outcome(course.root, student, "90_toy").score for student in students} == \
         dict.fromkeys(students, 5.0)
+
+
+def test_a_scheduler_stopped_between_the_check_and_the_look_ends_the_run_in_one_line(processes, monkeypatch):
+    """The periodic look runs while the client says "running": a scheduler that stops just then breaks the look's
+    own calls, which end the run with the same one-line error as any other long break, not a traceback."""
+    port = free_port()
+    scheduler = processes(dask_command("scheduler", "--port", str(port)))
+    address = f"tcp://127.0.0.1:{port}"
+    dask_grading.check_scheduler(address, timeout=120)  # started, before its time to answer is cut short
+    look = dask_grading.Workers.watch
+
+    def stopped_first(self, left, quiet_for):
+        assert self.client.status == "running"  # past the check
+        scheduler.kill()
+        scheduler.wait()
+        return look(self, left, quiet_for)
+
+    monkeypatch.setattr(dask_grading.Workers, "watch", stopped_first)
+    monkeypatch.setattr(dask_grading, "CHECK_WORKERS_EVERY", 0)
+    monkeypatch.setattr(dask_grading, "CONNECT_TIMEOUT", 3)  # how long the client tries to reconnect
+    task = Task("ada", "90_toy", "0" * 64, {}, "0" * 64)  # never runs: the cluster has no worker
+    with dask.config.set({"distributed.comm.timeouts.connect": "3s"}), dask_grading.connect(address) as client:
+        workers = dask_grading.Workers(client, "run", lambda _: None)
+        with pytest.raises(dask_grading.ClusterError, match=r"^lost the connection to the Dask scheduler at "
+                           rf"{address} for over 3 s, with 1 submission\(s\) of this run not graded yet"):
+            list(dask_grading._run(client, "run", iter([task]), workers, address))
 
 
 def test_a_run_where_nothing_finishes_for_a_minute_says_so_once_a_minute():
