@@ -401,8 +401,10 @@ def _kill_group(pid: int) -> None:
 
 
 def _kill_user(uid: int, patience: float = 5.0) -> None:
-    """SIGKILL every process of `uid` (a slot user: only its kernel and what that started) until none is left."""
-    deadline = time.monotonic() + patience
+    """SIGKILL every process of `uid` (a slot user: only its kernel and what that started) until none is left.
+    A killed kernel is gone within a few milliseconds: looking again after 1 ms, then twice as long each time up
+    to 20 ms (a fixed 20 ms cost every notebook 20-40 ms of its worker's time)."""
+    deadline, pause = time.monotonic() + patience, 0.001
     while time.monotonic() < deadline:
         found = False
         for entry in os.scandir("/proc"):
@@ -415,7 +417,8 @@ def _kill_user(uid: int, patience: float = 5.0) -> None:
                     pass
         if not found:
             return
-        time.sleep(0.02)
+        time.sleep(pause)
+        pause = min(2 * pause, 0.02)
 
 
 _libc = ctypes.CDLL(None, use_errno=True)
