@@ -76,12 +76,16 @@ MECHANISMS: dict[str, dict[str, str]] = {
         "validate_outputs": "modulecraft.autograd.engine:validate_outputs",
         "unbroadcast": "modulecraft.autograd.engine:unbroadcast",
         "mm_gradients": "modulecraft.autograd.ops.linalg:mm_gradients",
+        "t_backward": "modulecraft.nn.functional:TBackward0.backward",
         "relu_backward": "modulecraft.nn.functional:ReluBackward0.backward",
         "sum_backward": "modulecraft.autograd.ops.reductions:SumBackward0.backward",
         "mean_backward": "modulecraft.autograd.ops.reductions:MeanBackward0.backward",
         "log_softmax_backward": "modulecraft.nn.functional:LogSoftmaxBackward0.backward",
         "nll_loss_backward": "modulecraft.nn.functional:NllLossBackward0.backward",
         "addmm_backward": "modulecraft.nn.functional:AddmmBackward0.backward",
+    },
+    "batch norm's backward (13)": {
+        "batch_norm_backward": "modulecraft.nn.functional:NativeBatchNormBackward0.backward",
     },
     "backward hooks in _call_impl (11)": {
         "BackwardHookFunction": "modulecraft.nn.modules._functions:BackwardHookFunction",
