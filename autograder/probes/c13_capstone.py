@@ -492,8 +492,8 @@ def formulas_visible(yours, draw, check):
         check("gradients of the cross-entropy of the model's logits",
               lambda: (lambda m: (nn.CrossEntropyLoss()(m(scenario.problem.x), scenario.problem.y).backward(),
                                   gradients(m))[1])(scenario.model()), close=True,
-              hint=hint(mechanism, "validate_outputs (each gradient summed to its input's shape), addmm, relu, "
-                                   "nll_loss, log_softmax."))
+              hint=hint(mechanism, "validate_outputs (each gradient summed to its input's shape), addmm and "
+                                   "the transpose of its weight, relu, nll_loss, log_softmax."))
         check(LOSSES, lambda: scenario.trained()[2], close=True,
               hint=hint(mechanism, "each formula against finite differences (chapter 10)."))
 

@@ -97,6 +97,12 @@ WRONG_IMPLEMENTATIONS = [
         edits=[("    return any(isinstance(value, Tensor) and value.requires_grad for value in values)\n",
                 "    return isinstance(values[0], Tensor) and values[0].requires_grad\n")],
     ),
+    dict(
+        grade_id='c13_mine_formulas',
+        mistake='transpose-not-transposed',
+        feedback='the transpose of its weight',
+        edits=[("def t_backward(self, grad):\n    return (grad.T,)\n", "def t_backward(self, grad):\n    return (grad,)\n")],
+    ),
     # 13.1, Exercise 9: batch norm's backward, derived (slips of the derivation)
     dict(
         grade_id='c13_mine_batch_norm',
