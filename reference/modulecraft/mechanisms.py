@@ -30,7 +30,8 @@ from typing import Any, Callable
 MODULE = "modulecraft.nn.modules.module"
 
 # mechanism -> {the learner's name (as in their chapter): where modulecraft keeps the same code}. Each name appears
-# once; a target may serve several mechanisms (see `ROUTES`).
+# once; a target may serve several mechanisms (see `ROUTES`). Chapter 10's elementwise formulas (`add_gradients` ...
+# `exp_backward`) are no row: the training path never runs them. Batch norm's backward is derived in the capstone.
 MECHANISMS: dict[str, dict[str, str]] = {
     "construction and attributes (1-4)": {
         "module_init": f"{MODULE}:Module.__init__",

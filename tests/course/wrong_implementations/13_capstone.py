@@ -87,7 +87,7 @@ WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id='c13_mine_recording',
         mistake='edges-skip-grad-fn',
-        feedback='the losses of a few training steps',
+        feedback='autograd recording (10)',  # seed 220: the losses agree, the graph check (its own hint) fails first
         edits=[("        elif x.grad_fn is not None:\n            found.append((x.grad_fn, x._output_nr))\n", "")],
     ),
     dict(
