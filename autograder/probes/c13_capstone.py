@@ -10,6 +10,7 @@ notebook's `WHOSE` leaves "mine" (while grading, modulecraft has no code of its 
 shows in the others too (`BUILDS_ON`), until switched.
 """
 import contextlib
+import functools
 import importlib.util
 import shutil
 import tempfile
@@ -32,6 +33,7 @@ EXERCISES = {
     "autograd recording (10)": "c13_mine_recording",
     "engine (10)": "c13_mine_engine",
     "backward formulas (10)": "c13_mine_formulas",
+    "batch norm's backward (13)": "c13_mine_batch_norm",
     "backward hooks in _call_impl (11)": "c13_mine_backward_hooks",
     "optimizer (12)": "c13_mine_optimizer",
 }
@@ -491,8 +493,8 @@ def formulas_visible(yours, draw, check):
         check("gradients of the cross-entropy of the model's logits",
               lambda: (lambda m: (nn.CrossEntropyLoss()(m(scenario.problem.x), scenario.problem.y).backward(),
                                   gradients(m))[1])(scenario.model()), close=True,
-              hint=hint(mechanism, "validate_outputs (each gradient summed to its input's shape), addmm, relu, "
-                                   "nll_loss, log_softmax."))
+              hint=hint(mechanism, "validate_outputs (each gradient summed to its input's shape), addmm and "
+                                   "the transpose of its weight, relu, nll_loss, log_softmax."))
         check(LOSSES, lambda: scenario.trained()[2], close=True,
               hint=hint(mechanism, "each formula against finite differences (chapter 10)."))
 
@@ -511,6 +513,63 @@ def formulas_hidden(yours, draw, check):
               lambda: (lambda m: (m.eval()(scenario.problem.x).sum().backward(), gradients(m))[1])(
                   scenario.model()), close=True, hint=hint(mechanism, "relu passes the gradient where its output is "
                                                                       "positive."))
+
+
+class NormCase:
+    """A drawn batch norm: an (N, C) batch, affine parameters, running statistics, eps, and the gradient sent back to
+    its output. `gradients(training)` runs one backward through `F.batch_norm` (no module: only the formula and the
+    engine) and returns the gradients of the input, the weight and the bias."""
+
+    def __init__(self, draw, affine=True):
+        self.rows, channels = draw.int(3, 8), draw.int(2, 5)
+        self.x = draw.array(self.rows, channels, dtype=np.float64) * draw.choice([1.0, 3.0]) \
+            + draw.array(channels, dtype=np.float64)
+        self.parameters = (draw.array(channels, dtype=np.float64, low=0.5, high=2.0),
+                           draw.array(channels, dtype=np.float64)) if affine else (None, None)
+        self.running = (draw.array(channels, dtype=np.float64),
+                        draw.array(channels, dtype=np.float64, low=0.02, high=0.5))
+        self.eps = draw.choice([0.01, 0.1, 0.5])  # large enough that where eps goes shows
+        self.grad = draw.array(self.rows, channels, dtype=np.float64)
+
+    def gradients(self, training):
+        x = modulecraft.Tensor(self.x, requires_grad=True)
+        parameters = [None if p is None else modulecraft.Tensor(p, requires_grad=True) for p in self.parameters]
+        running_mean, running_var = (np.array(value) for value in self.running)
+        out = nn.functional.batch_norm(x, running_mean, running_var, *parameters, training=training, eps=self.eps)
+        out.backward(self.grad)
+        return [None if t is None else rounded(t.grad) for t in (x, *parameters)]
+
+
+BATCH_NORM = "batch norm's backward (13)"
+TRAINING_INPUT_HINT = ("in training the batch mean and the biased batch variance (divided by N) of each channel depend "
+                       "on every input of that channel: the input's gradient has a term through each of them.")
+
+
+@probe("c13_mine_batch_norm_visible")
+def batch_norm_visible(yours, draw, check):
+    case, scenario = NormCase(draw), Scenario(draw)
+    with mine(yours, BATCH_NORM, check) as check:
+        trained = Once(lambda: case.gradients(training=True))
+        check(f"training mode, a batch of {case.rows}: the input's gradient", lambda: trained()[0], close=True,
+              hint=hint(BATCH_NORM, TRAINING_INPUT_HINT))
+        check("training mode: the weight's and the bias's gradients", lambda: trained()[1:], close=True,
+              hint=hint(BATCH_NORM, "each channel's weight multiplies the normalised input (x - mean) * inverse_std, "
+                                    "its bias adds: sum over the batch."))
+        check(LOSSES, lambda: scenario.trained()[2], close=True,
+              hint=hint(BATCH_NORM, "check each gradient with your numeric_gradient (chapter 10) first."))
+
+
+@probe("c13_mine_batch_norm_hidden")
+def batch_norm_hidden(yours, draw, check):
+    case, bare = NormCase(draw), NormCase(draw, affine=False)
+    with mine(yours, BATCH_NORM, check) as check:
+        check(f"eval mode (eps={case.eps}): the gradients of the input, the weight and the bias",
+              lambda: case.gradients(training=False), close=True,
+              hint=hint(BATCH_NORM, "in eval mode the running statistics normalise: constants, the inverse standard "
+                                    "deviation 1 / sqrt(running_var + eps)."))
+        check("training mode without affine parameters (weight and bias None): the input's gradient",
+              lambda: bare.gradients(training=True)[0], close=True,
+              hint=hint(BATCH_NORM, "without a weight the normalised input is the output. " + TRAINING_INPUT_HINT))
 
 
 def _norms(model, record):
@@ -901,10 +960,17 @@ DIGITS_EPOCHS, DIGITS_ACCURACY = 2, 0.93  # stated in 13.8; modulecraft's code g
 DIGITS_GOING_ON = 256  # rows of the epoch after the checkpoint (four batches): resuming is checked, at a small cost
 
 
-def digits():
-    """scikit-learn's digits, split as the capstone splits them (13.2): (x_train, y_train, x_test, y_test)."""
+@functools.cache
+def _digits_table():
+    """Read once per process: the grader runs the probe on the reference for every submission."""
     path = Path(importlib.util.find_spec("sklearn").origin).parent / "datasets" / "data" / "digits.csv.gz"
-    table = np.loadtxt(path, delimiter=",", dtype=np.float32)
+    return np.loadtxt(path, delimiter=",", dtype=np.float32)
+
+
+def digits():
+    """scikit-learn's digits, split as the capstone splits them (13.2): (x_train, y_train, x_test, y_test), new arrays
+    at each call."""
+    table = _digits_table()
     features, labels = table[:, :64] / 16, table[:, 64].astype(np.int64)
     order = np.random.default_rng(0).permutation(len(labels))
     return features[order[:1400]], labels[order[:1400]], features[order[1400:]], labels[order[1400:]]

@@ -30,7 +30,8 @@ from typing import Any, Callable
 MODULE = "modulecraft.nn.modules.module"
 
 # mechanism -> {the learner's name (as in their chapter): where modulecraft keeps the same code}. Each name appears
-# once; a target may serve several mechanisms (see `ROUTES`).
+# once; a target may serve several mechanisms (see `ROUTES`). Chapter 10's elementwise formulas (`add_gradients` ...
+# `exp_backward`) are no row: the training path never runs them. Batch norm's backward is derived in the capstone.
 MECHANISMS: dict[str, dict[str, str]] = {
     "construction and attributes (1-4)": {
         "module_init": f"{MODULE}:Module.__init__",
@@ -76,12 +77,16 @@ MECHANISMS: dict[str, dict[str, str]] = {
         "validate_outputs": "modulecraft.autograd.engine:validate_outputs",
         "unbroadcast": "modulecraft.autograd.engine:unbroadcast",
         "mm_gradients": "modulecraft.autograd.ops.linalg:mm_gradients",
+        "t_backward": "modulecraft.nn.functional:TBackward0.backward",
         "relu_backward": "modulecraft.nn.functional:ReluBackward0.backward",
         "sum_backward": "modulecraft.autograd.ops.reductions:SumBackward0.backward",
         "mean_backward": "modulecraft.autograd.ops.reductions:MeanBackward0.backward",
         "log_softmax_backward": "modulecraft.nn.functional:LogSoftmaxBackward0.backward",
         "nll_loss_backward": "modulecraft.nn.functional:NllLossBackward0.backward",
         "addmm_backward": "modulecraft.nn.functional:AddmmBackward0.backward",
+    },
+    "batch norm's backward (13)": {
+        "batch_norm_backward": "modulecraft.nn.functional:NativeBatchNormBackward0.backward",
     },
     "backward hooks in _call_impl (11)": {
         "BackwardHookFunction": "modulecraft.nn.modules._functions:BackwardHookFunction",

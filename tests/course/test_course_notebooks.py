@@ -38,10 +38,10 @@ def test_notebook_is_valid_nbgrader_source(chapter):
     assert nb.cells[-1].source.strip().endswith("check_my_work()"), "the last cell must run check_my_work()"
 
 
-# The capstone's first ten exercises are one paste each (a mechanism of modulecraft.mechanisms, graded on its own), its
-# last the whole run on them; chapter 10 has eight graded exercises and a prediction worth no points (the checker
-# comes before any formula).
-MAX_EXERCISES = {"10_autograd": 9, "13_capstone": 16}
+# The capstone's first eleven exercises are a mechanism of modulecraft.mechanisms each, graded on its own (ten pastes
+# and batch norm's backward, derived there), its last the whole run on them; chapter 10 has eight graded exercises and
+# a prediction worth no points (the checker comes before any formula).
+MAX_EXERCISES = {"10_autograd": 9, "13_capstone": 17}
 
 
 def test_every_exercise_has_visible_and_hidden_tests_and_points_add_up(chapter):

@@ -189,26 +189,28 @@ def _normalised(input, dim, dtype, name, node_class, values_of):
 
 # ---- batch norm ---------------------------------------------------------------------------------------------
 class NativeBatchNormBackward0(Node):
-    """Edges (input, weight, bias). In training the batch statistics depend on the input too."""
+    """Edges (input, weight, bias). Holds what torch's holds: the input, the weight, the running statistics, and in
+    training the batch's mean and inverse standard deviation (torch's ``result1``, ``result2``; empty in eval mode,
+    None here), with ``eps`` and ``training``. The formula is the capstone's exercise (chapter 13)."""
 
-    __slots__ = ("axes", "shape", "training")
+    __slots__ = ("axes", "shape", "training", "eps")
 
     def backward(self, grad):
-        normalized, inverse_std, weight = self.saved_values()
+        input, weight, running_mean, running_var, mean, inverse_std = self.saved_values()
         (input_edge, _), (weight_edge, _), (bias_edge, _) = self.next_functions
         axes, shape = self.axes, self.shape
+        if not self.training:  # the running statistics normalised: constants
+            mean, inverse_std = running_mean, 1 / np.sqrt(running_var + self.eps)
+        scale = inverse_std.reshape(shape)
+        normalized = (input - mean.reshape(shape)) * scale
         grad_weight = (grad * normalized).sum(axis=axes) if weight_edge is not None else None
         grad_bias = grad.sum(axis=axes) if bias_edge is not None else None
         grad_input = None
         if input_edge is not None:
             grad_normalized = grad if weight is None else grad * weight.reshape(shape)
-            scale = inverse_std.reshape(shape)
-            if self.training:
-                count = grad.size // grad.shape[1]
-                grad_input = scale / count * (count * grad_normalized
-                                              - grad_normalized.sum(axis=axes, keepdims=True)
-                                              - normalized * (grad_normalized * normalized).sum(axis=axes,
-                                                                                                keepdims=True))
+            if self.training:  # the mean and the variance depend on every input of the channel
+                grad_input = scale * (grad_normalized - grad_normalized.mean(axis=axes, keepdims=True)
+                                      - normalized * (grad_normalized * normalized).mean(axis=axes, keepdims=True))
             else:
                 grad_input = grad_normalized * scale
         return grad_input, grad_weight, grad_bias
@@ -249,8 +251,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     if not _recording(input, weight, bias):
         return output
     node = NativeBatchNormBackward0(edges((input, weight, bias)))
-    node.axes, node.shape, node.training = axes, shape, training
-    save(node, (input, weight), (normalized, inverse_std.astype(raw.dtype, copy=False), raw_weight))
+    node.axes, node.shape, node.training, node.eps = axes, shape, training, eps
+    batch = (mean, inverse_std.astype(raw.dtype, copy=False)) if training else (None, None)
+    save(node, (input, weight), (raw, raw_weight, plain(running_mean), plain(running_var), *batch))
     return result(output, node)
 
 

@@ -87,7 +87,7 @@ WRONG_IMPLEMENTATIONS = [
     dict(
         grade_id='c13_mine_recording',
         mistake='edges-skip-grad-fn',
-        feedback='the losses of a few training steps',
+        feedback='autograd recording (10)',  # seed 220: the losses agree, the graph check (its own hint) fails first
         edits=[("        elif x.grad_fn is not None:\n            found.append((x.grad_fn, x._output_nr))\n", "")],
     ),
     dict(
@@ -96,6 +96,45 @@ WRONG_IMPLEMENTATIONS = [
         feedback='_recording looks at every value',
         edits=[("    return any(isinstance(value, Tensor) and value.requires_grad for value in values)\n",
                 "    return isinstance(values[0], Tensor) and values[0].requires_grad\n")],
+    ),
+    dict(
+        grade_id='c13_mine_formulas',
+        mistake='transpose-not-transposed',
+        feedback='the transpose of its weight',
+        edits=[("def t_backward(self, grad):\n    return (grad.T,)\n", "def t_backward(self, grad):\n    return (grad,)\n")],
+    ),
+    # 13.1, Exercise 9: batch norm's backward, derived (slips of the derivation)
+    dict(
+        grade_id='c13_mine_batch_norm',
+        mistake='mean-held-constant',
+        feedback='depend on every input of that channel',
+        edits=[("scale * (grad_x_hat - grad_x_hat.mean(axis=axes, keepdims=True)\n", "scale * (grad_x_hat\n")],
+    ),
+    dict(
+        grade_id='c13_mine_batch_norm',
+        mistake='variance-held-constant',
+        feedback='depend on every input of that channel',
+        edits=[("keepdims=True)\n                                  - x_hat * (grad_x_hat * x_hat).mean(axis=axes, "
+                "keepdims=True))\n", "keepdims=True))\n")],
+    ),
+    dict(
+        grade_id='c13_mine_batch_norm',
+        mistake='unbiased-variance',
+        feedback='biased batch variance (divided by N)',
+        edits=[("- x_hat * (grad_x_hat * x_hat).mean(axis=axes, keepdims=True))\n",
+                "- x_hat * (grad_x_hat * x_hat).sum(axis=axes, keepdims=True) / (len(x) - 1))\n")],
+    ),
+    dict(
+        grade_id='c13_mine_batch_norm',
+        mistake='eps-outside-sqrt',
+        feedback='1 / sqrt(running_var + eps)',
+        edits=[("1 / np.sqrt(running_var + self.eps)", "1 / (np.sqrt(running_var) + self.eps)")],
+    ),
+    dict(
+        grade_id='c13_mine_batch_norm',
+        mistake='weight-grad-of-raw-input',
+        feedback='the normalised input',
+        edits=[("(grad * x_hat).sum(axis=axes)", "(grad * x).sum(axis=axes)")],
     ),
     dict(
         grade_id='c13_mine_backward_hooks',
