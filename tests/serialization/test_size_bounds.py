@@ -194,6 +194,16 @@ def test_views_of_every_type_share_their_storage():
     assert np.shares_memory(loaded["halves"], loaded["bytes"])
 
 
+def test_a_bytearray_of_a_count_is_refused_before_it_is_allocated(tmp_path):
+    """bytearray(n) allocates n zero bytes: 57 bytes of pickle asked for 1.9 GB (refused only by the child's
+    address-space limit). Pickle writes bytearray(bytes) or bytearray(text, 'latin-1'), which load."""
+    data = b"\x80\x04\x8c\x08builtins\x94\x8c\tbytearray\x94\x93\x94J\x00\x00\x00\x70\x85R."
+    refused(written(tmp_path, checkpoint(pickle_bytes=data)), "bytearray called on (1879048192,)")
+    for protocol in (2, 4):
+        torch.save({"b": bytearray(b"ab")}, buffer := io.BytesIO(), pickle_protocol=protocol)
+        assert modulecraft.load(io.BytesIO(buffer.getvalue()))["b"] == bytearray(b"ab")
+
+
 # --- B6, B7: JSON headers ---------------------------------------------------------------------------------------
 
 def test_99_mb_of_junk_in_a_safetensors_header_is_refused_unparsed(big_files):
