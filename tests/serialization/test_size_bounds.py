@@ -5,6 +5,7 @@ write either loads or is refused saying what it is and what to do. Big files are
 
 import io
 import json
+import re
 import struct
 import tracemalloc
 from collections import OrderedDict
@@ -375,16 +376,20 @@ def pickle_of(pattern: bytes, count: int, prefix: bytes = b"") -> bytes:
 
 
 def just_within(pattern: bytes, prefix: bytes = b"") -> int:
-    """The largest count of ``pattern`` our opcode check lets through (the check is monotone in the count)."""
+    """The largest count of ``pattern`` our opcode check lets through (the check is monotone in the count): a
+    pickle far past the limits is refused at a byte it names, and so is any pickle of the count that reaches that
+    byte; bisection below it finds the largest let through."""
     def passes(count):
         try:
             check_opcodes(pickle_of(pattern, count, prefix))
             return True
         except CheckpointError:
             return False
-    low, high = 0, 1024
-    while passes(high):
-        low, high = high, high * 2
+    with pytest.raises(CheckpointError, match="in its first") as refusal:
+        check_opcodes(pickle_of(pattern, 2 * MiB // len(pattern), prefix))
+    refused_at = int(re.search(r"in its first (\d+) bytes", str(refusal.value))[1])
+    high = (refused_at - len(pickle_of(b"", 0, prefix))) // len(pattern) + 1
+    low = high - 16 if passes(high - 16) else 0  # the count is often just below (not for lists: APPENDS at the end)
     while high - low > 1:
         middle = (low + high) // 2
         low, high = (middle, high) if passes(middle) else (low, middle)

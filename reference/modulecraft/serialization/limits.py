@@ -23,7 +23,7 @@ INT64 = 2**63  # sizes, strides, offsets and counts are ints below it, checked b
 # plus so much per byte, so a file that builds more than real ones do is refused as soon as it does, whatever its
 # size, and never more than a ceiling. Opcodes bound the time the walk takes; what unpickling and rebuilding builds
 # is counted as the memory its objects take (estimated in pickle_scan: both copies of each object, the unpickled
-# one and the one returned, and the walk's own records; measured at 0.2-0.9 times the estimate on the costliest
+# one and the one returned, and the walk's own records; measured at 0.1-0.9 times the estimate on the costliest
 # patterns, 0.5-0.6 on real state_dicts). Real state_dicts come to 34-43 bytes a byte of pickle (an Adam
 # state_dict the most) and about 3 kB a tensor; an Adam state_dict of 100,000 tensors (the tensors limit) to
 # about 300 MB.
