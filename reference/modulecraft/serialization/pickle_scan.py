@@ -40,10 +40,10 @@ class _Value:
 
 
 # the globals that hash what they are called on, tagged with what a call makes beyond another call's result
-_SET, _ORDERED_DICT = "set(): hashes its items", "OrderedDict(): hashes its keys"
-_HASHING_CALLABLES = {(b"builtins", b"set"): _SET, (b"__builtin__", b"set"): _SET,
-                      (b"collections", b"OrderedDict"): _ORDERED_DICT}
-_HASHING_CALL = {_SET: 128, _ORDERED_DICT: 0}  # an empty set takes 216 bytes, an OrderedDict 128
+_SET_CALL, _ORDERED_DICT_CALL = "set(): hashes its items", "OrderedDict(): hashes its keys"
+_HASHING_CALLABLES = {(b"builtins", b"set"): _SET_CALL, (b"__builtin__", b"set"): _SET_CALL,
+                      (b"collections", b"OrderedDict"): _ORDERED_DICT_CALL}
+_HASHING_CALL = {_SET_CALL: 128, _ORDERED_DICT_CALL: 0}  # an empty set takes 216 bytes, an OrderedDict 128
 _SHORT = 64  # strings up to this long keep their bytes, for STACK_GLOBAL's module and name
 
 # Opcode kinds, to dispatch on small ints.
