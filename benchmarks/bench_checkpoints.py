@@ -83,16 +83,30 @@ def _peak_kib() -> int:
         return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
 
 
+_KERNEL_COUNTERS = ("compact_stall", "thp_fault_alloc")
+
+
+def _vmstat() -> dict[str, int]:
+    """The kernel's counts (machine-wide) of direct compactions (a fault waiting while the kernel moves pages to
+    free a 2 MB block) and of huge pages given on a fault."""
+    with open("/proc/vmstat") as vmstat:
+        found = dict(line.split() for line in vmstat)
+    return {name: int(found.get(name, 0)) for name in _KERNEL_COUNTERS}
+
+
 def child(loader: str, path: str) -> None:
-    """In this fresh process: the first load's time, the peak memory and the page faults it added, then the best
-    time of three more and the faults of the last."""
+    """In this fresh process: the first load's time, the peak memory, the page faults and the kernel's time and
+    compactions it added, then the best time of three more and the faults of the last."""
     load = _loaders()[loader]
     before = _peak_kib()
-    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    usage, counters = resource.getrusage(resource.RUSAGE_SELF), _vmstat()
     start = time.perf_counter()
     loaded = load(path)
     cold = time.perf_counter() - start
-    cold_faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    cold_faults = after.ru_minflt - usage.ru_minflt
+    kernel = {"cold_system": after.ru_stime - usage.ru_stime,
+              **{name: count - counters[name] for name, count in _vmstat().items()}}
     peak = (_peak_kib() - before) * 1024
     del loaded
     warm = float("inf")
@@ -104,7 +118,7 @@ def child(loader: str, path: str) -> None:
         warm_faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
         del loaded
     print(json.dumps({"cold": cold, "warm": warm, "peak": peak, "cold_faults": cold_faults,
-                      "warm_faults": warm_faults}))
+                      "warm_faults": warm_faults, **kernel}))
 
 
 def measure(loader: str, path: Path) -> dict[str, float]:
@@ -125,7 +139,8 @@ def measurements(folder: Path, repeats: int) -> dict[str, dict[str, float]]:
     return {name: {"cold": statistics.median(run["cold"] for run in found),
                    "warm": min(run["warm"] for run in found),
                    **{key: statistics.median(run[key] for run in found)
-                      for key in ("peak", "cold_faults", "warm_faults")}} for name, found in runs.items()}
+                      for key in ("peak", "cold_faults", "warm_faults", "cold_system", *_KERNEL_COUNTERS)}}
+            for name, found in runs.items()}
 
 
 def main() -> None:
@@ -140,7 +155,8 @@ def main() -> None:
     scenarios = {"large": state_dict(max(1, args.megabytes // 4), 1024), "many": state_dict(1667, 16)}
     with tempfile.TemporaryDirectory(prefix="bench_checkpoints_") as scratch:
         print(f"{'state_dict':10s} {'loader':30s} {'file MB':>7s} {'cold s':>7s} {'ratio':>6s} {'warm s':>7s} "
-              f"{'ratio':>6s} {'peak/file':>9s} {'faults/MB cold':>14s} {'warm':>5s}")
+              f"{'ratio':>6s} {'peak/file':>9s} {'faults/MB cold':>14s} {'warm':>5s} {'kernel s':>8s} "
+              f"{'compactions':>11s} {'huge pages':>10s}")
         for scenario, state in scenarios.items():
             folder = Path(scratch) / scenario
             write_files(folder, state)
@@ -153,7 +169,9 @@ def main() -> None:
                               ("cold", "warm")]
                     print(f"{scenario:10s} {name:30s} {size / 1e6:7.1f} {times['cold']:7.3f} {ratios[0]:>6s} "
                           f"{times['warm']:7.3f} {ratios[1]:>6s} {times['peak'] / size:9.2f} "
-                          f"{times['cold_faults'] * 1e6 / size:14.0f} {times['warm_faults'] * 1e6 / size:5.0f}")
+                          f"{times['cold_faults'] * 1e6 / size:14.0f} {times['warm_faults'] * 1e6 / size:5.0f} "
+                          f"{times['cold_system']:8.3f} {times['compact_stall']:11.0f} "
+                          f"{times['thp_fault_alloc']:10.0f}")
 
 
 if __name__ == "__main__":

@@ -22,14 +22,16 @@ INT64 = 2**63  # sizes, strides, offsets and counts are ints below it, checked b
 # listed, 0.39). Work and memory are bounded by the bytes read so far: at any opcode, at most a small allowance
 # plus so much per byte, so a file that builds more than real ones do is refused as soon as it does, whatever its
 # size, and never more than a ceiling. Opcodes bound the time the walk takes; what unpickling and rebuilding builds
-# is counted as the memory its objects take (estimated in pickle_scan, both copies of each object, the unpickled
-# one and the one returned: about 1.5 times what they take). Real state_dicts come to 38-53 bytes a byte of pickle
-# and about 4 kB a tensor; an Adam state_dict of 100,000 tensors (the tensors limit) to about 400 MB.
+# is counted as the memory its objects take (estimated in pickle_scan: both copies of each object, the unpickled
+# one and the one returned, and the walk's own records; measured at 0.1-0.9 times the estimate on the costliest
+# patterns, 0.5-0.6 on real state_dicts). Real state_dicts come to 34-43 bytes a byte of pickle (an Adam
+# state_dict the most) and about 3 kB a tensor; an Adam state_dict of 100,000 tensors (the tensors limit) to
+# about 300 MB.
 PICKLE_BYTES = 32 * 2**20
 OPCODES = 100_000
 OPCODES_PER_BYTE = 0.5
 OBJECT_BYTES = 8 * 2**20
-OBJECT_BYTES_PER_BYTE = 80
+OBJECT_BYTES_PER_BYTE = 56
 OBJECT_BYTES_MOST = 512 * 2**20
 TENSORS = 100_000  # also the safetensors limit; tensors are the costliest objects to make
 

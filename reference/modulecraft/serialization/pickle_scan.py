@@ -39,8 +39,11 @@ class _Value:
         self.size, self.chosen, self.inner, self.depth, self.tag = size, chosen, inner, depth, tag
 
 
-_HASHING_CALLABLES = {(b"builtins", b"set"), (b"__builtin__", b"set"), (b"collections", b"OrderedDict")}
-_HASHES = "hashes its arguments"
+# the globals that hash what they are called on, tagged with what a call makes beyond another call's result
+_SET_CALL, _ORDERED_DICT_CALL = "set(): hashes its items", "OrderedDict(): hashes its keys"
+_HASHING_CALLABLES = {(b"builtins", b"set"): _SET_CALL, (b"__builtin__", b"set"): _SET_CALL,
+                      (b"collections", b"OrderedDict"): _ORDERED_DICT_CALL}
+_HASHING_CALL = {_SET_CALL: 128, _ORDERED_DICT_CALL: 0}  # an empty set takes 216 bytes, an OrderedDict 128
 _SHORT = 64  # strings up to this long keep their bytes, for STACK_GLOBAL's module and name
 
 # Opcode kinds, to dispatch on small ints.
@@ -71,21 +74,30 @@ _KEYED = {"SETITEM", "SETITEMS", "DICT"}  # hash every other item
 _SET = {"ADDITEMS", "FROZENSET"}  # hash every item
 
 
-# What a load holds for each object an opcode builds, in bytes: the unpickled object, the copy materialise()
-# returns and its entry in materialise's table of objects made (measured on CPython 3.11, rounded up): an
-# empty dict 64 + 64, a set 216 + 216, an entry about 100. Scalars are returned as they are. Strings and bytes
-# add their length (four bytes a character at most).
-_COSTS = {_PUSH: 32, _BIG_INT: 48, _STRING: 64, _MUTABLE: 256, _TUPLE: 160, _LIST: 256, _DICT: 256,
-          _FROZENSET: 576, _GLOBAL: 256, _STACK_GLOBAL: 256, _REDUCE: 384, _NEWOBJ: 384, _OBJ: 384, _OPAQUE: 384}
-_COSTS_BY_NAME = {"EMPTY_SET": 576, "BYTEARRAY8": 256}
-_ITEM = 64  # each item put in a container or tuple: a slot in both copies, or a dict's or set's entry (pairs: 128)
+# What a load holds for each object an opcode builds, in bytes (measured on CPython 3.11, rounded up): the
+# unpickled object, the copy materialise() returns and its entry in materialise's table of objects made (an empty
+# dict 64 + 64, a set 216 + 216, a tuple 56 + 56, an entry about 100), and, while the pickle is walked, the walk's
+# own record of it (80). Every opcode also pays for the slots it fills: on both stacks (the walk's and the
+# unpickler's: 16), in both memos (24), a mark (48). None, booleans, ints below 256 and the empty tuple are
+# Python's own, made once; other scalars are returned as they are. Strings and bytes add their length (four bytes
+# a character at most). Each item an opcode takes adds a slot in both copies (a tuple's: 8 + 8) or a dict's or
+# set's entry (pairs: 128); a call's arguments and a persistent id are only read by our code.
+# tests/serialization/test_size_bounds.py measures the costliest patterns and asserts the estimate covers them.
+_COSTS = {_PUSH: 32, _BIG_INT: 96, _STRING: 96, _MUTABLE: 256, _GET: 16, _DUP: 16, _PUT: 24, _MEMOIZE: 24,
+          _MARK: 48, _TUPLE: 224, _LIST: 256, _DICT: 256,
+          _FROZENSET: 576, _GLOBAL: 256, _STACK_GLOBAL: 256, _REDUCE: 448, _NEWOBJ: 448, _OBJ: 448, _OPAQUE: 448}
+_COSTS_BY_NAME = {"EMPTY_SET": 576, "BYTEARRAY8": 256, "EMPTY_TUPLE": 16,  # Python's own, made once:
+                  "NONE": 16, "NEWTRUE": 16, "NEWFALSE": 16, "BININT1": 16}  # None, True, False, ints < 256
+_ITEM = 64
+_ITEMS = {_TUPLE: 24, _REDUCE: 0, _NEWOBJ: 0, _OPAQUE: 0}  # the cost of each item, where not _ITEM
 _HASHED_ITEM = 256  # each node set() or OrderedDict() is called on: a set's entry in both copies, its list's slot
 
 
 def _table() -> list:
     """Per opcode byte: its name, kind, how its argument is laid out, whether it pops to a mark, how many other
-    items it pops (before the mark: e.g. the list APPENDS adds to, which stays on the stack), and the bytes of
-    memory the object it builds takes (see _COSTS); None for bytes that are no opcode."""
+    items it pops (before the mark: e.g. the list APPENDS adds to, which stays on the stack), the bytes of
+    memory the object it builds takes and those each item it takes adds (see _COSTS); None for bytes that are
+    no opcode."""
     table = [None] * 256
     for opcode in pickletools.opcodes:
         argument = opcode.arg
@@ -102,7 +114,8 @@ def _table() -> list:
         pops = before.index(pickletools.markobject) if marked else len(before)
         kind = _KINDS.get(opcode.name, _PUSH)
         cost = _COSTS_BY_NAME.get(opcode.name, _COSTS.get(kind, 0))
-        table[opcode.code.encode("latin-1")[0]] = (opcode.name, kind, *layout, marked, pops, cost)
+        table[opcode.code.encode("latin-1")[0]] = (opcode.name, kind, *layout, marked, pops, cost,
+                                                    _ITEMS.get(kind, _ITEM))
     return table
 
 
@@ -121,12 +134,14 @@ def _tuple_of(items: list[_Value]) -> _Value:
     return _Value(size, size, inner if inner < _CAP else _CAP, depth + 1)
 
 
-def check_opcodes(data: bytes) -> None:
-    """Refuse a pickle that would make C's unpickler allocate big, compute long or crash (see the module)."""
+def check_opcodes(data: bytes) -> int:
+    """Refuse a pickle that would make C's unpickler allocate big, compute long or crash (see the module); else
+    return the memory its objects are estimated to take in a load, in bytes."""
     stack: list[_Value] = []
     marks: list[int] = []
     memo: list[_Value] = []
     scalar = _Value()  # every int, float, bytes, None or bool: never changed, so one value serves them all
+    empty = _tuple_of([])  # and every empty tuple
     opcodes = hashed = chosen = spent = 0  # spent: bytes of memory the objects built so far take in a load
     position, end = 0, len(data)
     table, unpack_from = _TABLE, struct.unpack_from
@@ -135,7 +150,7 @@ def check_opcodes(data: bytes) -> None:
     try:
         while True:
             start = position
-            name, kind, layout, form, width, marked, pops, cost = table[data[position]]
+            name, kind, layout, form, width, marked, pops, cost, item_cost = table[data[position]]
             position += 1
             # the argument, every length checked against the data
             if layout:
@@ -170,6 +185,9 @@ def check_opcodes(data: bytes) -> None:
                     raise CheckpointError(f"the checkpoint's pickle has {opcodes} opcodes in its first {position} "
                                           f"bytes, more than the opcodes limit ({limits.OPCODES} plus "
                                           f"{limits.OPCODES_PER_BYTE} a byte; torch.save writes at most 0.41 a byte)")
+            spent += cost  # with the items the opcode took (added below), checked at the next opcode or STOP
+            if spent > memory_allowed:
+                memory_allowed = _memory_allowed(spent, position)
             if kind == _GET:
                 stack.append(memo[argument if layout == _FIXED_SIZE else int(argument[0])])
                 continue
@@ -188,9 +206,6 @@ def check_opcodes(data: bytes) -> None:
                 continue
             if kind == _PUSH:  # the commonest objects: no items, no hashing
                 stack.append(scalar)
-                spent += cost
-                if spent > memory_allowed:
-                    memory_allowed = _memory_allowed(spent, position)
                 continue
             if kind == _DUP:
                 stack.append(stack[-1])
@@ -210,7 +225,8 @@ def check_opcodes(data: bytes) -> None:
             if kind == _POP or kind == _POP_MARK:
                 continue
             if kind == _STOP:
-                return
+                _memory_allowed(spent, position)
+                return spent
             if kind == _ADD:  # APPEND(S), SETITEM(S), ADDITEMS: into the container below them, in place
                 container = stack[-1] if marked else items.pop(0)
                 container.size = min(_CAP, container.size + sum(item.size for item in items))
@@ -220,7 +236,7 @@ def check_opcodes(data: bytes) -> None:
                 hashed, chosen = _hash(items[0::2], hashed, chosen)
             elif name in _SET:
                 hashed, chosen = _hash(items, hashed, chosen)
-            spent += cost + _ITEM * len(items)
+            spent += item_cost * len(items)
             if kind == _ADD:
                 pass
             elif kind == _BUILD:  # sets the state's keys as attributes: hashes them again
@@ -235,6 +251,8 @@ def check_opcodes(data: bytes) -> None:
             elif kind == _BIG_INT:  # ints of 2**56 or more hash as the file chooses
                 long = argument[1] >= 8 if layout == _COUNTED else len(argument[0]) >= 17
                 value = _Value(chosen=int(long))
+            elif kind == _TUPLE and not items:
+                value = empty
             elif kind in (_TUPLE, _FROZENSET):
                 value = _tuple_of(items)
                 if value.depth > limits.NESTING:
@@ -244,24 +262,22 @@ def check_opcodes(data: bytes) -> None:
                 value = _Value(min(_CAP, 1 + sum(item.size for item in items)),
                                min(_CAP, sum(item.chosen for item in items)))
             elif kind == _GLOBAL:
-                value = _Value(tag=_HASHES if tuple(argument) in _HASHING_CALLABLES else None)
+                value = _Value(tag=_HASHING_CALLABLES.get(tuple(argument)))
             elif kind == _STACK_GLOBAL:
-                value = _Value(tag=_HASHES if (items[0].tag, items[1].tag) in _HASHING_CALLABLES else None)
+                value = _Value(tag=_HASHING_CALLABLES.get((items[0].tag, items[1].tag)))
             else:  # _OPAQUE, or a call's result: made by our code (a storage, a tensor, a number), one node
-                if kind == _REDUCE and items[0].tag == _HASHES:  # set(items) or OrderedDict(pairs)
+                if kind in (_REDUCE, _NEWOBJ) and items[0].tag in _HASHING_CALL:  # set(items), OrderedDict(pairs)
                     hashed, chosen = _count(hashed + items[1].size, chosen + items[1].inner)
-                    spent += _HASHED_ITEM * items[1].size
+                    spent += _HASHING_CALL[items[0].tag] + _HASHED_ITEM * (items[1].size - 1)  # not the tuple
                 elif kind == _OBJ:  # OBJ: the callable, then its arguments; INST names it in its argument
                     callable_tag = items.pop(0).tag if name == "OBJ" else \
-                        _HASHES if tuple(argument) in _HASHING_CALLABLES else None
-                    if callable_tag == _HASHES:
+                        _HASHING_CALLABLES.get(tuple(argument))
+                    if callable_tag in _HASHING_CALL:
                         hashed, chosen = _hash(items, hashed, chosen)
-                        spent += _HASHED_ITEM * len(items)
+                        spent += _HASHING_CALL[callable_tag] + _HASHED_ITEM * len(items)
                 value = _Value(chosen=1)
             if value is not None:
                 stack.append(value)
-            if spent > memory_allowed:
-                memory_allowed = _memory_allowed(spent, position)
     except CheckpointError:
         raise
     except Exception as error:  # running off the data or the stack, a bad memo index: a malformed pickle
@@ -276,7 +292,7 @@ def _memory_allowed(spent: int, position: int) -> int:
                               f"first {position} bytes, more than the object memory limit "
                               f"({limits.OBJECT_BYTES // 2**20} MB plus {limits.OBJECT_BYTES_PER_BYTE} bytes per "
                               f"byte of pickle, at most {limits.OBJECT_BYTES_MOST // 2**20} MB; torch.save's "
-                              "state_dicts take at most 53 bytes per byte)")
+                              "state_dicts take at most 43 bytes per byte)")
     return allowed
 
 

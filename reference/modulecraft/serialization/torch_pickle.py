@@ -157,10 +157,10 @@ def _encode_bytes(text, encoding) -> bytes:
     return text.encode("latin1")
 
 
-def _of_plain(kind: type) -> Callable:
-    """``set``, ``complex`` or ``bytearray`` called on plain arguments only (no object of ours inside)."""
+def _of_plain(kind: type, plain: tuple[type, ...] = (list, tuple, int, float, bytes, str)) -> Callable:
+    """``set``, ``complex`` or ``bytearray`` called on ``plain`` arguments only (no object of ours inside)."""
     def make(*args):
-        if not all(type(arg) in (list, tuple, int, float, bytes, str) for arg in args):
+        if not all(type(arg) in plain for arg in args):
             raise CheckpointError(f"{kind.__name__} called on {short(args)}")
         return kind(*args)
     return make
@@ -179,8 +179,11 @@ def _allowed_globals() -> dict[tuple[str, str], Any]:
         ("torch.storage", "UntypedStorage"): _StorageType("UntypedStorage", None),
     }
     for builtins in ("builtins", "__builtin__"):  # protocol 2 names the module as Python 2 did
-        for kind in (set, complex, bytearray):
+        for kind in (set, complex):
             allowed[builtins, kind.__name__] = _Allowed(_of_plain(kind))
+        # pickle writes bytearray(bytes), or bytearray(text, "latin-1") in protocol 2; bytearray(n) would allocate
+        # n zero bytes, whatever the pickle's size
+        allowed[builtins, "bytearray"] = _Allowed(_of_plain(bytearray, (bytes, str)))
     for kind in dtypes.ALL:
         allowed["torch", kind.torch_name] = DType(kind)
         if kind.storage:
