@@ -122,9 +122,9 @@ def save_to_state_dict_visible(yours, draw, check):
         def post(m, state, prefix, local_metadata):
             calls.append(("post", prefix, len(state), dict(local_metadata)))
             state[prefix + mark] = np.zeros(1, dtype=np.float32)
-        for m in (module, getattr(module, head)):
-            m.register_state_dict_pre_hook(lambda m, prefix, keep_vars: calls.append(("pre", prefix, keep_vars)))
-            m.register_state_dict_post_hook(post)
+        for owner in (module, getattr(module, head)):
+            owner.register_state_dict_pre_hook(lambda m, prefix, keep_vars: calls.append(("pre", prefix, keep_vars)))
+            owner.register_state_dict_post_hook(post)
         keys = list(module.state_dict())
         return calls, keys
     check(f"Collecting and its {head} each with a state-dict pre-hook and a post-hook that adds a key {mark!r}: (the "
@@ -209,6 +209,7 @@ def save_to_state_dict_hidden(yours, draw, check):
         module.add_module(hole, None)
         return list(module.state_dict())
     check("state_dict must skip children registered as None", gap, hint="see 7.2: skip a child that is None.")
+
     def returning():
         module = with_children(Collecting, {child: nn.Linear(1, 1)})
         getattr(module, child).register_state_dict_post_hook(lambda m, state, prefix, local_metadata: {})

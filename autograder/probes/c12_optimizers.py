@@ -389,6 +389,14 @@ def adam_hidden(yours, draw, check):
     check(f"after two steps of Adam(lr={lr}, betas={betas}), each parameter's state: (sorted keys, step, exp_avg, "
           "exp_avg_sq)", lambda: run_with_state(yours.Adam, plain, lr=lr, betas=betas)[1], close=True,
           hint="see 12.5: state[p] holds exactly 'step' (a count), 'exp_avg' and 'exp_avg_sq', named as torch's.")
+    # The state never sees eps; the parameters do (a gradient entry near 0 shows even the default eps misplaced):
+    # eps is checked next, so that a misplaced eps is named before a check of something else fails on it.
+    eps, epsilon_steps = draw.choice([0.05, 0.1, 0.5]), draw_steps(draw, 3)
+    check(f"three steps of Adam(lr={lr}, betas={betas}, eps={eps}): eps where it matters",
+          lambda: run_steps(yours.Adam, epsilon_steps, lr=lr, betas=betas, eps=eps), close=True,
+          hint="see 12.5: eps is added to the square root of the bias-corrected average, sqrt(v_hat) + eps (not "
+               "inside the root, not before the bias correction): with the default eps=1e-8 the difference shows "
+               "only where a gradient is near 0.")
     check(f"three steps of Adam(lr={lr}, betas={betas}, weight_decay={decay}), the second group with weight_decay 0: "
           "the decay enters the gradient before the averages",
           lambda: run_steps(yours.Adam, decayed, lr=lr, betas=betas, weight_decay=decay), close=True,
@@ -399,11 +407,6 @@ def adam_hidden(yours, draw, check):
           lambda: run_with_state(yours.Adam, gaps, lr=lr, betas=betas), close=True,
           hint="see 12.5: a parameter whose grad is None is skipped (no update, its state untouched); step is counted "
                "per parameter in state[p]['step'], not once per optimizer.step().")
-    eps, epsilon_steps = draw.choice([0.05, 0.1, 0.5]), draw_steps(draw, 3)
-    check(f"three steps of Adam(lr={lr}, betas={betas}, eps={eps}): eps where it matters",
-          lambda: run_steps(yours.Adam, epsilon_steps, lr=lr, betas=betas, eps=eps), close=True,
-          hint="see 12.5: eps is added to the square root of the bias-corrected average, sqrt(v_hat) + eps (not "
-               "inside the root, not before the bias correction): with the default eps=1e-8 the difference hides.")
     start, grad, loss = draw.array(2), draw.array(2), float(draw.int(1, 99))
 
     def closure_and_grad():
