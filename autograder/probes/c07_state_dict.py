@@ -114,6 +114,24 @@ def save_to_state_dict_visible(yours, draw, check):
     check("the _metadata of the same state_dict",
           lambda: list(getattr(collecting().state_dict(), "_metadata", {}).items()),
           hint="see 7.2: destination._metadata[prefix[:-1]] = {'version': self._version}, root first.")
+    mark = draw.name()
+
+    def hooked():
+        module, calls = collecting(), []
+
+        def post(m, state, prefix, local_metadata):
+            calls.append(("post", prefix, len(state), dict(local_metadata)))
+            state[prefix + mark] = np.zeros(1, dtype=np.float32)
+        for owner in (module, getattr(module, head)):
+            owner.register_state_dict_pre_hook(lambda m, prefix, keep_vars: calls.append(("pre", prefix, keep_vars)))
+            owner.register_state_dict_post_hook(post)
+        keys = list(module.state_dict())
+        return calls, keys
+    check(f"Collecting and its {head} each with a state-dict pre-hook and a post-hook that adds a key {mark!r}: (the "
+          "hooks' calls (pre: prefix, keep_vars; post: prefix, how many entries it saw, local_metadata), the keys)",
+          hooked, hint="see 7.2: before _save_to_state_dict call each hook(self, prefix, keep_vars) of "
+                       "self._state_dict_pre_hooks; after the children each hook(self, destination, prefix, "
+                       "local_metadata) of self._state_dict_hooks, so a post-hook sees the children's entries too.")
 
 
 @probe("c07_save_to_state_dict_hidden")
@@ -191,6 +209,26 @@ def save_to_state_dict_hidden(yours, draw, check):
         module.add_module(hole, None)
         return list(module.state_dict())
     check("state_dict must skip children registered as None", gap, hint="see 7.2: skip a child that is None.")
+
+    def returning():
+        module = with_children(Collecting, {child: nn.Linear(1, 1)})
+        getattr(module, child).register_state_dict_post_hook(lambda m, state, prefix, local_metadata: {})
+        try:
+            return "returned", list(module.state_dict())
+        except RuntimeError as error:
+            return "RuntimeError", str(error)
+    check(f"A post-hook registered on {child!r} with register_state_dict_post_hook that returns a dict: (what "
+          "state_dict did, its keys or the error)", returning,
+          hint="see 7.2: a post-hook with hook._from_public_api set must return None: raise RuntimeError(\"state_dict "
+               "post-hook must return None\") otherwise.")
+
+    def replaced():
+        module = with_children(Collecting, {child: nn.Linear(1, 1)})
+        module._register_state_dict_hook(lambda m, state, prefix, local_metadata: OrderedDict(only=value))
+        return dict(module.state_dict())
+    check("A post-hook of the private _register_state_dict_hook on the root returns a new dict: what state_dict "
+          "returns", replaced, hint="see 7.2: the result of a post-hook without _from_public_api, when not None, "
+                                    "replaces destination.")
     check("state_dict must pass keep_vars down to the children (value types with keep_vars=True)",
           lambda: [type(v).__name__ for v in
                    with_children(Collecting, {child: nn.Linear(1, 1)}).state_dict(keep_vars=True).values()],
@@ -424,6 +462,23 @@ def own_load_visible(yours, draw, check):
           hint="see 7.4, steps 2 and 3: local_state holds the parameters and the persistent buffers only, and "
                "each one's key is prefix + name.")
 
+    steps = draw.int(4, 99)
+
+    def pre_hooked():
+        module, seen = Fixed(), []
+
+        def fill(m, state, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs):
+            seen.append((m is module, prefix, strict))
+            state[prefix + "steps"] = np.array(steps, dtype=np.int64)
+        module.register_load_state_dict_pre_hook(fill)
+        state = {key: array for key, array in own_entries(prefix, sizes, value).items() if key != prefix + "steps"}
+        return seen, load_own(module, state, prefix), int(module.steps)
+    check(f"a load pre-hook on a Fixed puts a missing 'steps' entry ({steps}) into the checkpoint: (what the hook "
+          "saw (the module?, prefix, strict), (missing, unexpected, errors), the steps buffer)", pre_hooked,
+          hint="see 7.4, step 1: first call each hook(state_dict, prefix, local_metadata, strict, missing_keys, "
+               "unexpected_keys, error_msgs) of self._load_state_dict_pre_hooks: the hook edits state_dict before "
+               "the module reads it.")
+
     def short_bias():
         module = Fixed()
         state = {**own_entries(prefix, sizes, value), prefix + "bias": np.full(1, 5.0, dtype=np.float32)}
@@ -494,6 +549,16 @@ def own_load_hidden(yours, draw, check):
     check("A value that is not an array is an error: the error messages for a list as the weight",
           lambda: load_own(Fixed(), {**own, prefix + "weight": [[1.0] * sizes[1]] * sizes[0]}, prefix)[2],
           hint="see 7.4, step 3: While copying the parameter named ..., expected numpy.ndarray ...")
+
+    def lazy():
+        layer, weight = nn.LazyLinear(sizes[0]), np.full(sizes, value, np.float32)
+        errors = load_own(layer, {prefix + "weight": weight, prefix + "bias": np.zeros(sizes[0], np.float32)},
+                          prefix)[2]
+        return errors, np.asarray(layer.weight).tolist()
+    check("A LazyLinear loads a checkpoint: its own load pre-hook materialises its weight to the checkpoint's shape "
+          "first: (errors, weight)", lazy,
+          hint="see 7.4, step 1: run the module's load pre-hooks before reading its parameters (a lazy module's "
+               "parameters have no shape until its pre-hook gives them one).")
 
     def mismatched():
         module = Fixed()

@@ -15,6 +15,11 @@ YOURS = {
     "Adam": "modulecraft.optim.adam:Adam",
     "AdamW": "modulecraft.optim.adamw:AdamW",
 }
+# modulecraft's functions that hold a mechanism of YOURS under another name: gone while grading this chapter
+# (`autograder.judging.answer_key`). The optimizer's zero_grad is the one every optimizer inherits, and what the
+# learner's `SGD.zero_grad` writes (the notebook's Adam borrows the learner's; the tests' SignSteps has its own).
+SIBLINGS = {"modulecraft.optim.optimizer:Optimizer.zero_grad": "SGD.zero_grad"}
+
 # The notebook's AdamW is declared as a subclass of the learner's Adam (it inherits Adam's __init__), so an Adam that
 # cannot be built (e.g. one delegating to the reference's, which refuses while grading) costs AdamW its points too.
 BUILDS_ON = {"c12_adamw": ["c12_adam"]}
@@ -112,6 +117,19 @@ def run_steps(optimizer_class, drawn, **options):
     return history
 
 
+def zero_grad_twice(optimizer_class, start, grad):
+    """zero_grad(set_to_none=False), then zero_grad(), on p (holding `grad`) and q (no grad): ((p.grad still the
+    same array?, p.grad, q.grad is None), p.grad is None)."""
+    p, q = nn.Parameter(start.copy()), nn.Parameter(start.copy())
+    p.grad = grad.copy()
+    kept = p.grad
+    optimizer = optimizer_class([p, q], lr=0.1)
+    optimizer.zero_grad(set_to_none=False)
+    after_false = (p.grad is kept, None if p.grad is None else p.grad.tolist(), q.grad is None)
+    optimizer.zero_grad()
+    return after_false, p.grad is None
+
+
 @probe("c12_sgd_visible")
 def sgd_visible(yours, draw, check):
     lr, momentum = draw.choice([0.1, 0.05, 0.2]), draw.choice([0.5, 0.9])
@@ -125,6 +143,11 @@ def sgd_visible(yours, draw, check):
                                                                              momentum=momentum),
           close=True, hint="see 12.2: buffer = copy of g at the first step, then buffer = m * buffer + g at each next "
                            "step, kept in self.state[p]['momentum_buffer']; p -= lr * buffer.")
+    start, grad = draw.array(2), draw.array(2)
+    check("zero_grad(set_to_none=False), then zero_grad(): ((same array?, p.grad, q.grad is None), p.grad is None)",
+          lambda: zero_grad_twice(yours.SGD, start, grad),
+          hint="see 12.2: zero_grad(set_to_none=False) fills the same grad arrays with zeros and leaves a None grad "
+               "as None; zero_grad() sets every grad to None by default.")
 
 
 @probe("c12_sgd_hidden")
@@ -164,21 +187,12 @@ def sgd_hidden(yours, draw, check):
 
     diverged = grad.copy()
     diverged[draw.int(0, 1)] = draw.choice([np.nan, np.inf, -np.inf])
-
-    def zeroed():
-        p, q = nn.Parameter(start.copy()), nn.Parameter(start.copy())
-        p.grad = diverged.copy()
-        kept = p.grad
-        optimizer = yours.SGD([p, q], lr=0.1)
-        optimizer.zero_grad(set_to_none=False)
-        after_false = (p.grad is kept, None if p.grad is None else p.grad.tolist(), q.grad is None)
-        optimizer.zero_grad()
-        return after_false, p.grad is None
     check("zero_grad(set_to_none=False) on a p.grad holding a NaN or an inf, then zero_grad(): ((same array?, "
           "p.grad, q.grad is None), p.grad is None)",
-          zeroed, hint="see 12.2: zero_grad(set_to_none=False) fills the same grad arrays with zeros, whatever they "
-                       "held (multiplying by 0 is not enough: 0 * inf is NaN), and leaves a None grad as None; "
-                       "zero_grad() sets every grad to None by default.")
+          lambda: zero_grad_twice(yours.SGD, start, diverged),
+          hint="see 12.2: zero_grad(set_to_none=False) fills the same grad arrays with zeros, whatever they held "
+               "(multiplying by 0 is not enough: 0 * inf is NaN), and leaves a None grad as None; zero_grad() sets "
+               "every grad to None by default.")
 
 
 # -- Exercise 3: predict, then run (graded on its form only: a constant answer cannot be graded securely) ------------
@@ -223,6 +237,11 @@ class SignSteps(optim.Optimizer):
                     state["step"] = state.get("step", 0) + 1
                     state["previous_sign"] = sign
                     p -= group["lr"] * (sign + previous) / 2
+
+    def zero_grad(self):  # its own: modulecraft's Optimizer has none while grading
+        for group in self.param_groups:
+            for p in group["params"]:
+                p.grad = None
 
 
 class Run:
@@ -370,6 +389,14 @@ def adam_hidden(yours, draw, check):
     check(f"after two steps of Adam(lr={lr}, betas={betas}), each parameter's state: (sorted keys, step, exp_avg, "
           "exp_avg_sq)", lambda: run_with_state(yours.Adam, plain, lr=lr, betas=betas)[1], close=True,
           hint="see 12.5: state[p] holds exactly 'step' (a count), 'exp_avg' and 'exp_avg_sq', named as torch's.")
+    # The state never sees eps; the parameters do (a gradient entry near 0 shows even the default eps misplaced):
+    # eps is checked next, so that a misplaced eps is named before a check of something else fails on it.
+    eps, epsilon_steps = draw.choice([0.05, 0.1, 0.5]), draw_steps(draw, 3)
+    check(f"three steps of Adam(lr={lr}, betas={betas}, eps={eps}): eps where it matters",
+          lambda: run_steps(yours.Adam, epsilon_steps, lr=lr, betas=betas, eps=eps), close=True,
+          hint="see 12.5: eps is added to the square root of the bias-corrected average, sqrt(v_hat) + eps (not "
+               "inside the root, not before the bias correction): with the default eps=1e-8 the difference shows "
+               "only where a gradient is near 0.")
     check(f"three steps of Adam(lr={lr}, betas={betas}, weight_decay={decay}), the second group with weight_decay 0: "
           "the decay enters the gradient before the averages",
           lambda: run_steps(yours.Adam, decayed, lr=lr, betas=betas, weight_decay=decay), close=True,
@@ -380,11 +407,6 @@ def adam_hidden(yours, draw, check):
           lambda: run_with_state(yours.Adam, gaps, lr=lr, betas=betas), close=True,
           hint="see 12.5: a parameter whose grad is None is skipped (no update, its state untouched); step is counted "
                "per parameter in state[p]['step'], not once per optimizer.step().")
-    eps, epsilon_steps = draw.choice([0.05, 0.1, 0.5]), draw_steps(draw, 3)
-    check(f"three steps of Adam(lr={lr}, betas={betas}, eps={eps}): eps where it matters",
-          lambda: run_steps(yours.Adam, epsilon_steps, lr=lr, betas=betas, eps=eps), close=True,
-          hint="see 12.5: eps is added to the square root of the bias-corrected average, sqrt(v_hat) + eps (not "
-               "inside the root, not before the bias correction): with the default eps=1e-8 the difference hides.")
     start, grad, loss = draw.array(2), draw.array(2), float(draw.int(1, 99))
 
     def closure_and_grad():

@@ -97,14 +97,15 @@ def whose(*mine: str) -> str:
     return f"WHOSE = {switches!r}"
 
 
-def capstone_solution(grade_id: str, leaving_out: str = "") -> str:
-    """The capstone's solution of exercise `grade_id` (what a learner pastes from their chapters), without the
-    top-level definition `leaving_out`."""
-    notebook = nbformat.read(COURSE_SOURCE / "13_capstone" / "13_capstone.ipynb", as_version=4)
+def solution(chapter: str, grade_id: str, leaving_out: str = "") -> str:
+    """The course's solution of exercise `grade_id` (what a learner writes, or pastes from their chapters into the
+    capstone), without the definition `leaving_out`, top-level or a method of a top-level class."""
+    notebook = nbformat.read(COURSE_SOURCE / chapter / f"{chapter}.ipynb", as_version=4)
     (source,) = [cell.source for cell in notebook.cells
                  if cell.metadata.get("nbgrader", {}).get("grade_id") == grade_id]
     tree = ast.parse(source)
-    tree.body = [node for node in tree.body if getattr(node, "name", None) != leaving_out]
+    for scope in [tree, *(node for node in tree.body if isinstance(node, ast.ClassDef))]:
+        scope.body = [node for node in scope.body if getattr(node, "name", None) != leaving_out]
     return ast.unparse(tree)
 
 
@@ -255,13 +256,17 @@ def requires_grad_(self, requires_grad=True):
     return self
 """,
     }, ("c11_zero_grad",)),
+    # chapter 12's SGD with the solution's step and the optimizer's zero_grad, which modulecraft's SGD inherits
+    ("sibling", "12_optimizers"): Attack({
+        "c12_sgd": solution("12_optimizers", "c12_sgd", leaving_out="zero_grad"),
+    }, ("c12_sgd",)),
     # the capstone's backward hooks pasted from chapter 11 but zero_grad; chapter 6's hooks they call, and chapter
     # 12's SGD (switched to modulecraft's, whose SGD inherits the optimizer's zero_grad, it would keep the sibling)
     ("sibling", "13_capstone"): Attack({
         "c13_whose": whose("forward hooks in _call_impl (6)", "backward hooks in _call_impl (11)", "optimizer (12)"),
-        "c13_mine_forward_hooks": capstone_solution("c13_mine_forward_hooks"),
-        "c13_mine_optimizer": capstone_solution("c13_mine_optimizer"),
-        "c13_mine_backward_hooks": capstone_solution("c13_mine_backward_hooks", leaving_out="zero_grad")
+        "c13_mine_forward_hooks": solution("13_capstone", "c13_mine_forward_hooks"),
+        "c13_mine_optimizer": solution("13_capstone", "c13_mine_optimizer"),
+        "c13_mine_backward_hooks": solution("13_capstone", "c13_mine_backward_hooks", leaving_out="zero_grad")
                                    + "\n" + ZERO_GRAD_BY_THE_OPTIMIZER,
     }, ("c13_mine_backward_hooks",)),
 }
@@ -303,8 +308,8 @@ def test_torch_and_siblings_earn_nothing_on_a_blank_notebook(course, monkeypatch
     earned = {key: {cell: score for cell, score in cells.items() if score} for key, cells in scores.items()}
     assert not any(earned.values()), earned
     # Without the kernel's view of the libraries, torch answers: its code, imported or compiled from its text, and
-    # its autograd. Without the chapters' SIBLINGS removed, the optimizer's zero_grad answers for the module's, and
-    # the backward pre-hooks' registration for the forward hooks'.
+    # its autograd. Without the chapters' SIBLINGS removed, the optimizer's zero_grad answers for the module's and
+    # for chapter 12's SGD, and the backward pre-hooks' registration for the forward hooks'.
     monkeypatch.setattr(libraries, "mounts", lambda: [])
     monkeypatch.setattr(answer_key, "siblings_of", lambda chapter: {})
     undefended = {key: attack for key, attack in ATTACKS.items() if attack.undefended}

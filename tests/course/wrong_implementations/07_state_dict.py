@@ -52,9 +52,8 @@ def state_dict(self, *, destination=None, prefix="", keep_vars=False):
         mistake='no-metadata',
         feedback='the _metadata of the same state_dict',
         edits=[
-            ("        destination._metadata = OrderedDict()\n"
-             "    destination._metadata[prefix[:-1]] = {\"version\": self._version}\n",
-             ""),
+            ("        destination._metadata = OrderedDict()\n", ""),
+            ("    destination._metadata[prefix[:-1]] = local_metadata\n", ""),
         ],
     ),
     dict(
@@ -368,6 +367,82 @@ def state_dict(self, *, destination=None, prefix="", keep_vars=False):
         feedback='IrisNet().load_state_dict(torch_state) (strict)',
         edits=[
             ('TORCH_NAMES = {"0.": "hidden.", "2.": "out."}\n', 'TORCH_NAMES = {"0.": "hidden.", "1.": "out."}\n'),
+        ],
+    ),
+    # the hooks around saving (7.2) and at the start of one module's load (7.4, step 1)
+    dict(
+        grade_id='c07_save_to_state_dict',
+        mistake='state-dict-hooks-skipped',
+        feedback='of self._state_dict_pre_hooks',
+        edits=[
+            ("    for hook in self._state_dict_pre_hooks.values():\n        hook(self, prefix, keep_vars)\n", ""),
+            ("    for hook in self._state_dict_hooks.values():\n", "    for hook in ():\n"),
+        ],
+    ),
+    dict(
+        grade_id='c07_save_to_state_dict',
+        mistake='state-dict-post-hooks-before-children',
+        feedback="so a post-hook sees the children's entries too",
+        source=r"""
+def _save_to_state_dict(self, destination, prefix, keep_vars):
+    for name, param in self._parameters.items():
+        if param is not None:
+            destination[prefix + name] = param if keep_vars else param.view(np.ndarray)
+    for name, buf in self._buffers.items():
+        if buf is not None and name not in self._non_persistent_buffers_set:
+            destination[prefix + name] = buf if keep_vars else buf.view(np.ndarray)
+
+
+def state_dict(self, *, destination=None, prefix="", keep_vars=False):
+    if destination is None:
+        destination = OrderedDict()
+        destination._metadata = OrderedDict()
+    meta = destination._metadata[prefix[:-1]] = {"version": self._version}
+    for hook in self._state_dict_pre_hooks.values():
+        hook(self, prefix, keep_vars)
+    self._save_to_state_dict(destination, prefix, keep_vars)
+    for hook in self._state_dict_hooks.values():  # the module's own entries are saved: its hooks run now
+        if hook(self, destination, prefix, meta) is not None and getattr(hook, "_from_public_api", False):
+            raise RuntimeError("state_dict post-hook must return None")
+    for name, child in self._modules.items():
+        if child is not None:
+            child.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
+    return destination
+""",
+    ),
+    dict(
+        grade_id='c07_save_to_state_dict',
+        mistake='post-hook-result-ignored',
+        feedback='must return None',
+        edits=[
+            ("        result = hook(self, destination, prefix, local_metadata)\n"
+             "        if result is not None:\n"
+             "            if getattr(hook, \"_from_public_api\", False):\n"
+             "                raise RuntimeError(\"state_dict post-hook must return None\")\n"
+             "            destination = result\n",
+             "        hook(self, destination, prefix, local_metadata)\n"),
+        ],
+    ),
+    dict(
+        grade_id='c07_own_load',
+        mistake='load-pre-hooks-skipped',
+        feedback='first call each hook(state_dict',
+        edits=[
+            ("    for hook in self._load_state_dict_pre_hooks.values():\n"
+             "        hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)\n", ""),
+        ],
+    ),
+    dict(
+        grade_id='c07_own_load',
+        mistake='load-pre-hooks-after-reading',
+        feedback='the hook edits state_dict before the module reads it',
+        edits=[
+            ("    for hook in self._load_state_dict_pre_hooks.values():\n"
+             "        hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)\n", ""),
+            ("    if strict:\n        for key in state_dict:\n",
+             "    for hook in self._load_state_dict_pre_hooks.values():\n"
+             "        hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)\n"
+             "    if strict:\n        for key in state_dict:\n"),
         ],
     ),
     dict(

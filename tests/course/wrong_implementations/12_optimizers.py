@@ -315,6 +315,19 @@ WRONG_IMPLEMENTATIONS = [
         feedback="does not exist while grading",
         source="class SGD(optim.SGD):\n    pass",
     ),
+    dict(  # a step of its own, the gradients zeroed by the base class's zero_grad (torch's SGD inherits it)
+        grade_id="c12_sgd",
+        mistake="delegates-to-reference-zero-grad",
+        feedback="does not exist while grading",
+        edits=[("        for group in self.param_groups:\n"
+                "            for p in group[\"params\"]:\n"
+                "                if p.grad is not None:\n"
+                "                    if set_to_none:\n"
+                "                        p.grad = None\n"
+                "                    else:\n"
+                "                        p.grad[...] = 0",
+                "        super().zero_grad(set_to_none)")],
+    ),
     dict(
         grade_id="c12_state_dict",
         mistake="delegates-to-reference-state-dict",
