@@ -164,7 +164,11 @@ def test_no_ipc_object_or_key_of_a_kernel_outlives_it(toy_course, tmp_path, monk
         pytest.skip("kernels get an IPC namespace of their own only where root may make namespaces")
     # The grader's own session keyring, as a login would give it (the workers, their servers and kernels inherit it)
     assert _libc.syscall(SYS_KEYCTL, KEYCTL_JOIN_SESSION_KEYRING, f"{KEY}-grader".encode()) >= 0
-    monkeypatch.setattr(sandbox, "MAX_SLOTS", 1)  # both submissions graded by the same slot user
+    # Both submissions graded by the same slot user, one no other grading run on the machine takes (they take slots
+    # 0 .. MAX_SLOTS - 1): another run's kernel on it in between would empty the keyrings the second one looks in.
+    private = sandbox.slot_user(sandbox.MAX_SLOTS)
+    monkeypatch.setattr(sandbox, "slot_user", lambda slot: private)
+    monkeypatch.setattr(sandbox, "MAX_SLOTS", 1)
 
     def seen(suffix):
         for student, solution in (("a-leaves", LEAVES), ("b-finds", FINDS)):  # graded in this order

@@ -1,50 +1,28 @@
 """Real nbgrader autograding of every chapter: solutions earn everything, untouched releases nothing, and each
 typical wrong implementation loses points on its own exercise with feedback that names the mistake.
 
-The submissions of every chapter this session tests are graded in ONE run: per chapter solved, untouched,
-delegating to the reference, and the wrong implementations packed several to a submission (one per exercise, never
-in exercises that build on each other: see `packs`); none is held for review, and the solved, untouched and
-delegating ones hit no limit.
+The submissions of every chapter this session tests are graded in ONE run, started when the tests are collected
+(see shared_grading.py): per chapter solved, untouched, delegating to the reference, and the wrong implementations
+packed several to a submission (one per exercise, never in exercises that build on each other: see `packs`); none is
+held for review, and the solved, untouched and delegating ones hit no limit.
 """
 from __future__ import annotations
 
 import html
 import re
-from pathlib import Path
 
 import nbformat
 import pytest
 
-from course_chapters import (CHAPTERS, builds_on, delegating, exercise_test_cells, graded_cells, nbgrader_meta,
-                             read_notebook, solved, with_cell_replaced, wrong_implementations)
+from course_chapters import CHAPTERS, builds_on, exercise_test_cells, graded_cells, nbgrader_meta, read_notebook, \
+    wrong_implementations
+from shared_grading import grade, packs, worth_points
 
 pytestmark = pytest.mark.slow
 
-def _worth_points(chapter: str, solution_id: str) -> bool:
-    graded = graded_cells(read_notebook(chapter))
-    return sum(graded[g] for g in exercise_test_cells(solution_id, graded)) > 0
-
-
 # (a prediction worth no points cannot lose any: its mistakes are listed, for the visible test's feedback)
 WRONG = [pytest.param(chapter, wrong, id=f"{chapter}-{wrong['mistake']}")
-         for chapter in CHAPTERS for wrong in wrong_implementations(chapter) if _worth_points(chapter, wrong["grade_id"])]
-
-
-def packs(chapter: str) -> list[list[dict]]:
-    """The chapter's wrong implementations worth points, several to a submission: at most one per exercise, and
-    never two exercises one of which builds on the other (its points could go with the other's mistake)."""
-    related = {(b, a) for b, calls in builds_on(chapter).items() for a in calls}
-    related |= {(a, b) for b, a in related}
-    result: list[list[dict]] = []
-    for wrong in (w for w in wrong_implementations(chapter) if _worth_points(chapter, w["grade_id"])):
-        exercise = wrong["grade_id"]
-        fits = (pack for pack in result if all(w["grade_id"] != exercise and (w["grade_id"], exercise) not in related
-                                               for w in pack))
-        pack = next(fits, None)
-        if pack is None:
-            result.append(pack := [])
-        pack.append(wrong)
-    return result
+         for chapter in CHAPTERS for wrong in wrong_implementations(chapter) if worth_points(chapter, wrong["grade_id"])]
 
 
 def pack_of(chapter: str, mistake: str) -> tuple[str, list[dict]]:
@@ -54,39 +32,15 @@ def pack_of(chapter: str, mistake: str) -> tuple[str, list[dict]]:
 
 
 @pytest.fixture(scope="session")
-def graded(course, release, tmp_path_factory, request):
-    """graded(chapter) returns the course once the chapter's submissions are graded. The first call grades those of
-    every chapter this session's tests need in ONE run (one pool of workers kept busy across chapters, one
-    feedback pass); a chapter asked for later, not among them, gets a run of its own."""
-    reports, students = {}, set()
-
-    def submit(chapter: str) -> None:
-        folder = tmp_path_factory.mktemp(f"submissions-{chapter}")
-        answers = solved(nbformat.read(release(chapter), as_version=4), read_notebook(chapter))
-        submissions = {"solved": _write(folder / "solved.ipynb", answers), "untouched": release(chapter),
-                       "delegates": _write(folder / "delegates.ipynb", delegating(answers, chapter))}
-        for i, pack in enumerate(packs(chapter)):
-            submission = answers
-            for wrong in pack:
-                submission = with_cell_replaced(submission, wrong["grade_id"], wrong["source"])
-            submissions[f"pack-{i}"] = _write(folder / f"pack-{i}.ipynb", submission)
-        for student, path in submissions.items():
-            course.submit(student, chapter, path)
-        students.update(submissions)
-
-    def grade(chapters: list[str]) -> None:
-        for chapter in chapters:
-            submit(chapter)
-        # only these submissions: other tests' (the capstone's switches) are graded by their own fixtures
-        report = course.grade(sorted(students), chapters, force=True)
-        course.generate_feedback(sorted(students), chapters)
-        reports.update(dict.fromkeys(chapters, report))
+def graded(course, release, shared_run, tmp_path_factory):
+    """graded(chapter) returns the course once the chapter's submissions are graded: those of every chapter this
+    session's tests need are graded by the shared run (conftest.py); a chapter asked for later, not among them,
+    gets a run of its own."""
+    reports = dict.fromkeys(shared_run.chapters, shared_run.wait()[1]) if shared_run else {}
 
     def grade_chapter(chapter: str):
         if chapter not in reports:
-            needed = {item.callspec.params["chapter"] for item in request.session.items
-                      if item.path == Path(__file__) and hasattr(item, "callspec")}
-            grade(sorted(needed - set(reports)) if chapter in needed else [chapter])
+            reports[chapter] = grade(course, release, [chapter], tmp_path_factory.mktemp("submissions"))
         outcomes = [o for o in reports[chapter].outcomes if o.chapter == chapter]
         review = {o.student: o.needs_review for o in outcomes if o.needs_review}
         assert review == {}, f"submissions held for review instead of graded: {review}"
@@ -95,11 +49,6 @@ def graded(course, release, tmp_path_factory, request):
         return course
 
     return grade_chapter
-
-
-def _write(path, nb):
-    nbformat.write(nb, path)
-    return path
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
