@@ -4,8 +4,9 @@
 CHILDREN_FIRST = [
     ("    self._save_to_state_dict(destination, prefix, keep_vars)\n    for name, child in self._modules.items():\n",
      "    for name, child in self._modules.items():\n"),
-    ("keep_vars=keep_vars)\n    return destination\n",
-     "keep_vars=keep_vars)\n    self._save_to_state_dict(destination, prefix, keep_vars)\n    return destination\n"),
+    ("keep_vars=keep_vars)\n    for hook in self._state_dict_hooks.values():\n",
+     "keep_vars=keep_vars)\n    self._save_to_state_dict(destination, prefix, keep_vars)\n"
+     "    for hook in self._state_dict_hooks.values():\n"),
 ]
 
 WRONG_IMPLEMENTATIONS = [
@@ -58,7 +59,7 @@ WRONG_IMPLEMENTATIONS = [
         grade_id='c13_mine_state_dict',
         mistake='no-metadata',
         feedback='_metadata',
-        edits=[('    destination._metadata[prefix[:-1]] = {"version": self._version}\n', "")],
+        edits=[('    destination._metadata[prefix[:-1]] = local_metadata\n', "")],
     ),
     dict(
         grade_id='c13_mine_state_dict',
