@@ -78,8 +78,10 @@ class ListedAuthenticator(Authenticator):
 c.JupyterHub.authenticator_class = ListedAuthenticator
 c.Authenticator.allowed_users = set(INSTRUCTORS) | set(LEARNERS)
 c.Authenticator.allow_existing_users = False  # the lists decide: a name taken off them no longer logs in
-c.Authenticator.refresh_pre_spawn = True  # asked before every start of a server,
-c.Authenticator.auth_refresh_strict = True  # also when a token asks for it
+c.Authenticator.refresh_pre_spawn = True  # asked before every start of a server
+# A request made with an API token (one the learner made, or her server's) is refused when the lists refuse her:
+# JupyterHub 6.1's default lets it through, since a token cannot be sent to log in again.
+c.Authenticator.auth_refresh_strict = True
 c.Authenticator.admin_users = set(INSTRUCTORS[:1])
 c.JupyterHub.load_groups = {f"formgrade-{COURSE_ID}": {"users": INSTRUCTORS},
                             f"nbgrader-{COURSE_ID}": {"users": LEARNERS}}

@@ -7,7 +7,9 @@ test (tests/hub/test_classroom.py runs first and leaves two chapters released, s
   both, `status` lists both, alice's grade stands; her backdated submission is dated when it was made;
 - mallory submits scripts (in markdown, in what her code displays while it is graded, in an HTML file): the
   instructor grades her submission by hand in formgrader and opens her file, and none of them runs; nor does a
-  page among a learner's own files when she opens it in her server.
+  page among a learner's own files when she opens it in her server;
+- the same submission hands an exercise to the hub's copy of the reference (which her own kernels can read): the
+  grading kernel cannot read it, and the exercise scores 0.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from hub_driver import CHAPTERS, COURSE_ID, PYTHON, Formgrader, run_as
+from hub_driver import CHAPTERS, COURSE_ID, PREFIX, PYTHON, Formgrader, run_as
 from nbgrader.api import Gradebook
 from playwright.sync_api import expect
 
@@ -219,6 +221,26 @@ def scripts_that_ran(page, home: Path) -> list[str]:
     return sorted({*page.evaluate("window.ran || []"), *(p.stem[4:] for p in home.glob("ran-*.txt"))})
 
 
+# mallory's answer to chapter 4's saved_buffers: the reference's own, read from the hub's copy, which every learner's
+# kernel can read (the guide says so); what the grading kernel finds there is printed.
+BORROWED_ID = "c04_saved_buffers"
+HUB_REFERENCE = PREFIX / "modulecraft" / "reference" / "modulecraft" / "exercises" / "c04_buffers.py"
+BORROWED = f"""
+import importlib.util
+try:
+    spec = importlib.util.spec_from_file_location("borrowed", {str(HUB_REFERENCE)!r})
+    borrowed = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(borrowed)
+    print("the hub's reference: read")
+except Exception as error:
+    print("the hub's reference:", type(error).__name__)
+
+
+def saved_buffers(module):
+    return borrowed.saved_buffers(module)
+"""
+
+
 HOSTILE_PAGE = f"<!doctype html><title>notes</title><p>my notes</p><script>{script('file')}</script>" \
                f"<img src=missing onerror=\"{script('file-img')}\">"
 
@@ -244,8 +266,12 @@ def test_a_learners_files_and_outputs_run_no_script(classroom):
         finally:
             opened.close()
 
-    # mallory's submission: scripts in a markdown cell, in what her code displays while it is graded, in a file.
+    # mallory's submission: scripts in a markdown cell, in what her code displays while it is graded, in a file;
+    # saved_buffers taken from the hub's copy of the reference.
     released = nbformat.read(exchange / COURSE_ID / "outbound" / chapter / f"{chapter}.ipynb", as_version=4)
+    answer = next(cell for cell in released.cells if cell.metadata.get("nbgrader", {}).get("grade_id") == BORROWED_ID)
+    answer.source = BORROWED
+    assert run_as(mallory, PYTHON, "-c", f"open({str(HUB_REFERENCE)!r}).read()", check=False).returncode == 0
     released.cells.append(nbformat.v4.new_markdown_cell(
         f"mallory's answer <img src=missing onerror=\"{script('markdown-img')}\">\n\n<script>\n{script('markdown')}\n"
         "</script>\n"))
@@ -269,8 +295,14 @@ def test_a_learners_files_and_outputs_run_no_script(classroom):
     assert graded.returncode == 0, graded.stdout + graded.stderr
     autograded = (course_root / "autograded" / mallory / chapter / f"{chapter}.ipynb").read_text()
     assert "output-js" in autograded and "output-html" in autograded, "her code's outputs are in what formgrader shows"
+    printed = "".join(output.get("text", "") for cell in nbformat.reads(autograded, as_version=4).cells
+                      if cell.metadata.get("nbgrader", {}).get("grade_id") == BORROWED_ID for output in cell.outputs)
+    assert printed.startswith("the hub's reference: ") and "read" not in printed.split(":")[1], printed
     with Gradebook(f"sqlite:///{course_root / 'gradebook.db'}", course_id=COURSE_ID) as gradebook:
-        submission = gradebook.find_submission_notebook(chapter, chapter, mallory).id
+        graded_notebook = gradebook.find_submission_notebook(chapter, chapter, mallory)
+        submission = graded_notebook.id
+        borrowed = {grade.name: grade.score for grade in graded_notebook.grades if grade.name.startswith(BORROWED_ID)}
+    assert borrowed == {f"{BORROWED_ID}_visible": 0, f"{BORROWED_ID}_hidden": 0}, borrowed
 
     # The instructor grades it by hand, and opens her file: her text shows, nothing of hers runs.
     teacher_home = accounts.home("instructor")

@@ -5,18 +5,21 @@ the hostile learner's test; the last test restarts the hub):
   and scores were lost (what nbgrader's Autograde button did) is graded anew, the learner's files untouched;
 - `autograder.hub setup` refuses an exchange whose course folder a learner made first;
 - a learner taken off the list, the hub restarted: every server stopped, the removed learner cannot log in again
-  nor keep the session she had, the others' next page offers to start their server again.
+  nor keep the session she had, nor use an API token she made before (on the hub or her server) or make a new one
+  with her old cookie; the others' next page offers to start their server again.
 """
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import shutil
 import tempfile
+import urllib.parse
 from pathlib import Path
 
 import pytest
-from hub_driver import CHAPTERS, COURSE_ID, PYTHON, SPAWN_TIMEOUT, run_as
+from hub_driver import CHAPTERS, COURSE_ID, PYTHON, SPAWN_TIMEOUT, get_with_token, run_as
 from nbgrader.api import Gradebook
 from playwright.sync_api import expect
 
@@ -86,12 +89,29 @@ def test_a_learner_taken_off_the_list_is_logged_out_for_good(classroom):
     alice, bob = classroom.person("alice"), classroom.person("bob")  # logged in, their servers running
     servers = {name: running_servers(name) for name in (alice.name, bob.name)}
     assert all(servers.values()), servers
+    # bob makes an API token on the hub's token page, which he leaves open; it reaches the hub and his server.
+    bob.page.goto(f"{hub.url}/hub/token")
+    assert press_request_token(bob.page) == 201
+    token = bob.page.locator("#token-result").inner_text()
+    whoami, his_files = f"{hub.url}/hub/api/user", f"{bob.server}/api/contents"
+    status, text, _ = get_with_token(whoami, token)
+    assert status == 200 and json.loads(text)["name"] == bob.name, (status, text)
+    assert get_with_token(his_files, token)[0] == 200
 
     hub.restart(learners=[accounts["alice"], accounts["mallory"]])  # bob taken off the list
 
     # Every server stopped with the hub; saved work stays.
     assert not any(running_servers(name) for name in accounts.names.values())
     assert (accounts.home("bob") / CHAPTERS[0] / f"{CHAPTERS[0]}.ipynb").exists()
+    # The token page bob left open (his old cookie and XSRF token) makes no new token, and the one he made is
+    # refused by the hub and at his server's address.
+    assert "jupyterhub-hub-login" in {cookie["name"] for cookie in bob.context.cookies(f"{hub.url}/hub/")}
+    assert press_request_token(bob.page) == 403
+    assert get_with_token(whoami, token)[0] == 403
+    # (A server not running answers a user the hub accepts with "not running"; bob is sent to log in.)
+    status, text, answered = get_with_token(his_files, token)
+    assert urllib.parse.urlsplit(answered).path == "/hub/login", (status, answered, text[:300])
+    assert not running_servers(bob.name)
     # bob's session (his browser's cookie) is over: his next page is the login page, which refuses him.
     bob.page.goto(f"{hub.url}/hub/home")
     expect(bob.page).to_have_url(re.compile(rf"{re.escape(hub.url)}/hub/login.*"))
@@ -103,6 +123,14 @@ def test_a_learner_taken_off_the_list_is_logged_out_for_good(classroom):
     alice.page.goto(f"{alice.server}/lab")
     alice.page.locator("#start").click()
     expect(alice.page.locator("#jp-main-dock-panel")).to_be_visible(timeout=SPAWN_TIMEOUT)
+
+
+def press_request_token(page) -> int:
+    """Press the token page's "Request new API token": the status of the request its script sends to the hub."""
+    with page.expect_response(lambda response: response.request.method == "POST"
+                              and "/hub/api/users/" in response.url) as answer:
+        page.get_by_role("button", name="Request new API token").click()
+    return answer.value.status
 
 
 def running_servers(user: str) -> list[str]:
