@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import sys
 
-from modulecraft.autograd.function import Function
+import numpy as np
+
+from modulecraft.autograd import grad_mode
+from modulecraft.autograd.function import BackwardCFunction, Function
 from modulecraft.autograd.grad_mode import is_grad_enabled  # noqa: F401  (read by BackwardHook)
+from modulecraft.autograd.tensor import Tensor, edges, mark_function_view, result, version_counter
 from modulecraft.utils.hooks import BackwardHook
 
 
@@ -32,5 +36,48 @@ class BackwardHookFunction(Function):
     def backward(ctx, *grads):
         return grads
 
+    @classmethod
+    def apply(cls, *args):
+        """``Function.apply``, with the same node and outputs, in a few steps when it is this very class with
+        arrays to record (every call of a module with full backward hooks); a subclass goes the general way."""
+        if cls is not BackwardHookFunction or not grad_mode.state.enabled:
+            return super().apply(*args)
+        needs = tuple([isinstance(arg, Tensor) and arg._requires_grad for arg in args])
+        if True not in needs or not all(isinstance(arg, np.ndarray) for arg in args):
+            return super().apply(*args)
+        ctx = BackwardHookFunctionBackward()
+        ctx.needs_input_grad = needs
+        ctx.non_differentiable = tuple([arg for arg, needed in zip(args, needs) if not needed])
+        ctx.next_functions = edges(args)
+        ctx._input_meta = tuple([arg.shape for arg in args])
+        ctx.num_outputs = len(args)
+        ctx._output_meta = tuple([(arg.shape, arg.dtype) for arg in args])
+        ctx._saved = ()
+        outputs = []
+        for output_nr, (arg, needed) in enumerate(zip(args, needs)):
+            if not needed:
+                outputs.append(arg.detach() if isinstance(arg, Tensor) else arg)
+                continue
+            recorded = result(arg.view(np.ndarray), ctx, output_nr=output_nr)
+            recorded._vc = version_counter(arg)  # a view of its input, as every output here
+            mark_function_view(recorded, output_nr, "BackwardHookFunction")
+            outputs.append(recorded)
+        return tuple(outputs)
 
+
+class BackwardHookFunctionBackward(BackwardCFunction):
+    """The node ``BackwardHookFunction`` records (the class the general ``apply`` would make for it): when every
+    gradient is an array of its input's shape, it returns them as they are, which is what the general ``apply``
+    would return after calling the identity ``backward``; otherwise it goes the general way."""
+
+    _forward_cls = BackwardHookFunction
+
+    def apply(self, grads: list) -> tuple:
+        for grad, shape in zip(grads, self._input_meta):
+            if type(grad) is not np.ndarray or grad.shape != shape:
+                return super().apply(grads)
+        return tuple(grads)
+
+
+BackwardHookFunction._backward_cls = BackwardHookFunctionBackward
 BackwardHook.functions = sys.modules[__name__]  # BackwardHook reads BackwardHookFunction here, at each call
