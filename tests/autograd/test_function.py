@@ -138,8 +138,8 @@ def _recorded_through(apply) -> list:
     node.register_hook(lambda grad_inputs, grad_outputs: seen.append((_listed(grad_inputs), _listed(grad_outputs))))
     described = [(type(node).__name__, [(edge and edge.name(), nr) for edge, nr in node.next_functions],
                   node.next_functions[0][0] is x._grad_accumulator(), node.needs_input_grad,
-                  [[t is argument for argument in arguments] for t in node.non_differentiable], node._input_meta, node._output_meta, node.num_outputs,
-                  node._saved, node._versions, node.materialize_grads)]
+                  [[t is argument for argument in arguments] for t in node.non_differentiable], node._input_meta,
+                  node._output_meta, node.num_outputs, node._saved, node._versions, node.materialize_grads)]
     for argument, out in zip(arguments, outputs):
         described.append((type(out).__name__, np.asarray(out).tolist(), getattr(out, "requires_grad", None),
                           getattr(out, "_output_nr", None), getattr(out, "_function_output", None),

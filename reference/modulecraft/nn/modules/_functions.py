@@ -42,26 +42,32 @@ class BackwardHookFunction(Function):
         arrays to record (every call of a module with full backward hooks); a subclass goes the general way."""
         if cls is not BackwardHookFunction or not grad_mode.state.enabled:
             return super().apply(*args)
-        needs = tuple([isinstance(arg, Tensor) and arg._requires_grad for arg in args])
-        if True not in needs or not all(isinstance(arg, np.ndarray) for arg in args):
+        needs = []
+        for arg in args:
+            if not isinstance(arg, np.ndarray):
+                return super().apply(*args)
+            needs.append(isinstance(arg, Tensor) and arg._requires_grad)
+        if True not in needs:
             return super().apply(*args)
         ctx = BackwardHookFunctionBackward()
-        ctx.needs_input_grad = needs
-        ctx.non_differentiable = tuple([arg for arg, needed in zip(args, needs) if not needed])
+        ctx.needs_input_grad = tuple(needs)
         ctx.next_functions = edges(args)
-        ctx._input_meta = tuple([arg.shape for arg in args])
         ctx.num_outputs = len(args)
-        ctx._output_meta = tuple([(arg.shape, arg.dtype) for arg in args])
         ctx._saved = ()
-        outputs = []
-        for output_nr, (arg, needed) in enumerate(zip(args, needs)):
-            if not needed:
+        input_meta, output_meta, passive, outputs = [], [], [], []
+        for output_nr, arg in enumerate(args):
+            input_meta.append(arg.shape)
+            output_meta.append((arg.shape, arg.dtype))
+            if not needs[output_nr]:
+                passive.append(arg)
                 outputs.append(arg.detach() if isinstance(arg, Tensor) else arg)
                 continue
             recorded = result(arg.view(np.ndarray), ctx, output_nr=output_nr)
             recorded._vc = version_counter(arg)  # a view of its input, as every output here
             mark_function_view(recorded, output_nr, "BackwardHookFunction")
             outputs.append(recorded)
+        ctx._input_meta, ctx._output_meta = tuple(input_meta), tuple(output_meta)
+        ctx.non_differentiable = tuple(passive)
         return tuple(outputs)
 
 
