@@ -126,6 +126,40 @@ def test_the_identity_node_of_module_backward_hooks_behaves_as_torchs_function()
     assert gradients[0] == gradients[1] == [3.0, 3.0]
 
 
+def _recorded_through(apply) -> list:
+    """What ``apply`` records and returns for a tensor that requires grad, its view, one that does not and a plain
+    array, and what backward then gives: every attribute the node and the outputs carry, and the gradients."""
+    x = modulecraft.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    y = (x * 2)[0]
+    arguments = (x, y, modulecraft.tensor([5.0]), np.array([6.0]))
+    outputs = apply(*arguments)
+    node = outputs[0].grad_fn
+    seen = []
+    node.register_hook(lambda grad_inputs, grad_outputs: seen.append((_listed(grad_inputs), _listed(grad_outputs))))
+    described = [(type(node).__name__, [(edge and edge.name(), nr) for edge, nr in node.next_functions],
+                  node.next_functions[0][0] is x._grad_accumulator(), node.needs_input_grad,
+                  [[t is argument for argument in arguments] for t in node.non_differentiable], node._input_meta,
+                  node._output_meta, node.num_outputs, node._saved, node._versions, node.materialize_grads)]
+    for argument, out in zip(arguments, outputs):
+        described.append((type(out).__name__, np.asarray(out).tolist(), getattr(out, "requires_grad", None),
+                          getattr(out, "_output_nr", None), getattr(out, "_function_output", None),
+                          out is argument, getattr(out, "_vc", None) is getattr(argument, "_vc", 0),
+                          getattr(out, "grad_fn", None) is node))
+    (outputs[0] * 3).sum().backward(retain_graph=True)  # the second output gets no gradient: zeros
+    (outputs[0].sum() + outputs[1].sum()).backward()
+    with pytest.raises(RuntimeError, match="view was created inside a custom Function"):
+        outputs[0] *= 2
+    return described, seen, np.asarray(x.grad).tolist()
+
+
+def test_backward_hook_functions_short_path_records_and_returns_what_the_general_one_does():
+    """BackwardHookFunction itself records its node without the general ``Function.apply`` and returns its
+    gradients without calling ``backward`` (every call of a module with full backward hooks): the same node, the
+    same outputs, the same gradients as a subclass of it, which goes the general way, as a learner's does."""
+    general = type("BackwardHookFunction", (OurBackwardHookFunction,), {})  # named alike, so the names compare
+    assert _recorded_through(OurBackwardHookFunction.apply) == _recorded_through(general.apply)
+
+
 def _saving(base):
     class Square(base):
         @staticmethod

@@ -79,10 +79,13 @@ def _call_node(node: Node, grads: list) -> tuple:
             if replaced is not None:
                 grads = _checked_replacements(hook, grads, replaced)
         replaced = None  # only grads holds the gradients now: AccumulateGrad adopts one no one else holds
-    if all(g is None for g in grads):
+    for grad in grads:
+        if grad is not None:
+            grad = None  # only grads holds the gradients: AccumulateGrad adopts one no one else holds
+            grad_inputs = validate_outputs(node, node.apply(grads))
+            break
+    else:  # no gradient at all: the node does not run
         grad_inputs = (None,) * len(node.next_functions)
-    else:
-        grad_inputs = validate_outputs(node, node.apply(grads))
     if tables is not None and tables.hooks:
         grad_outputs = tuple(grads)
         for hook in tuple(tables.hooks.values()):

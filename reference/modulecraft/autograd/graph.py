@@ -169,7 +169,7 @@ class AccumulateGrad(Node):
     __slots__ = ("variable",)
 
     def __init__(self, variable) -> None:
-        super().__init__(())
+        Node.__init__(self, ())
         self._sequence_nr = sys.maxsize
         self.variable = variable
 

@@ -383,12 +383,14 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = 
     classes = raw.shape[-1]
     valid = target != ignore_index
     safe_target = np.where(valid, target, 0)
-    if np.any((safe_target < 0) | (safe_target >= classes)):
-        raise IndexError(f"Target {int(safe_target[(safe_target < 0) | (safe_target >= classes)].flat[0])} is out "
-                         "of bounds.")
-    class_weights = np.ones(classes, dtype=raw.dtype) if weight is None else np.asarray(plain(weight))
-    weights = np.where(valid, class_weights[safe_target], 0).astype(raw.dtype)
-    picked = raw[safe_target] if raw.ndim == 1 else np.take_along_axis(raw, safe_target[:, None], axis=1)[:, 0]
+    out_of_bounds = (safe_target < 0) | (safe_target >= classes)
+    if out_of_bounds.any():
+        raise IndexError(f"Target {int(safe_target[out_of_bounds].flat[0])} is out of bounds.")
+    if weight is None:
+        weights = valid.astype(raw.dtype)
+    else:
+        weights = np.where(valid, np.asarray(plain(weight))[safe_target], 0).astype(raw.dtype)
+    picked = raw[safe_target] if raw.ndim == 1 else raw[np.arange(len(safe_target)), safe_target]
     losses = -weights * picked
     total_weight = weights.sum()
     if reduction == "mean":

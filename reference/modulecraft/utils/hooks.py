@@ -93,6 +93,8 @@ class BackwardHook:
     @staticmethod
     def _pack_with_none(indices, values, size) -> tuple:
         """A tuple of ``size`` entries with ``values`` at ``indices`` and None elsewhere."""
+        if len(indices) == size:  # every position holds a tensor (the common case): the indices are 0, 1, ...
+            return tuple(values)
         packed = [None] * size
         for index, value in zip(indices, values, strict=True):
             packed[index] = value
@@ -100,6 +102,8 @@ class BackwardHook:
 
     @staticmethod
     def _unpack_none(indices, values) -> tuple:
+        if len(indices) == len(values):  # no None to take out
+            return tuple(values)
         return tuple([values[index] for index in indices])
 
     def _set_user_hook(self, grad_fn) -> None:

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import sys
 
-from modulecraft.autograd.function import Function
+import numpy as np
+
+from modulecraft.autograd import grad_mode
+from modulecraft.autograd.function import BackwardCFunction, Function
 from modulecraft.autograd.grad_mode import is_grad_enabled  # noqa: F401  (read by BackwardHook)
+from modulecraft.autograd.tensor import Tensor, edges, mark_function_view, result, version_counter
 from modulecraft.utils.hooks import BackwardHook
 
 
@@ -32,5 +36,54 @@ class BackwardHookFunction(Function):
     def backward(ctx, *grads):
         return grads
 
+    @classmethod
+    def apply(cls, *args):
+        """``Function.apply``, with the same node and outputs, in a few steps when it is this very class with
+        arrays to record (every call of a module with full backward hooks); a subclass goes the general way."""
+        if cls is not BackwardHookFunction or not grad_mode.state.enabled:
+            return super().apply(*args)
+        needs = []
+        for arg in args:
+            if not isinstance(arg, np.ndarray):
+                return super().apply(*args)
+            needs.append(isinstance(arg, Tensor) and arg._requires_grad)
+        if True not in needs:
+            return super().apply(*args)
+        ctx = BackwardHookFunctionBackward()
+        ctx.needs_input_grad = tuple(needs)
+        ctx.next_functions = edges(args)
+        ctx.num_outputs = len(args)
+        ctx._saved = ()
+        input_meta, output_meta, passive, outputs = [], [], [], []
+        for output_nr, arg in enumerate(args):
+            input_meta.append(arg.shape)
+            output_meta.append((arg.shape, arg.dtype))
+            if not needs[output_nr]:
+                passive.append(arg)
+                outputs.append(arg.detach() if isinstance(arg, Tensor) else arg)
+                continue
+            recorded = result(arg.view(np.ndarray), ctx, output_nr=output_nr)
+            recorded._vc = version_counter(arg)  # a view of its input, as every output here
+            mark_function_view(recorded, output_nr, "BackwardHookFunction")
+            outputs.append(recorded)
+        ctx._input_meta, ctx._output_meta = tuple(input_meta), tuple(output_meta)
+        ctx.non_differentiable = tuple(passive)
+        return tuple(outputs)
 
+
+class BackwardHookFunctionBackward(BackwardCFunction):
+    """The node ``BackwardHookFunction`` records (the class the general ``apply`` would make for it): when every
+    gradient is an array of its input's shape, it returns them as they are, which is what the general ``apply``
+    would return after calling the identity ``backward``; otherwise it goes the general way."""
+
+    _forward_cls = BackwardHookFunction
+
+    def apply(self, grads: list) -> tuple:
+        for grad, shape in zip(grads, self._input_meta):
+            if type(grad) is not np.ndarray or grad.shape != shape:
+                return super().apply(grads)
+        return tuple(grads)
+
+
+BackwardHookFunction._backward_cls = BackwardHookFunctionBackward
 BackwardHook.functions = sys.modules[__name__]  # BackwardHook reads BackwardHookFunction here, at each call
