@@ -98,7 +98,9 @@ UNARY = {
 @given(shape=shapes, seed=seeds)
 def test_elementwise_unary(name, shape, seed):
     function, low = UNARY[name]
-    check_gradients(function, _values(seed, shape, low))
+    # On a lattice of thousandths shifted by 0.0003, no value is within a step of a jump of round, floor, sign,
+    # clip or relu (multiples of 0.05 or 0.005): seed 2078 once put x * 10 at -6.4999982.
+    check_gradients(function, np.round(_values(seed, shape, low), 3) + 3e-4)
 
 
 BINARY = {  # name: (function, lower bound of |first|, of |second|): keeps values where the function is smooth
