@@ -12,6 +12,8 @@ import pickle
 import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import nbformat
@@ -115,6 +117,16 @@ class Run:
         self.process.wait()
 
 
+def _stop_when_orphaned(parent: int) -> None:
+    """End this run's session when the pytest that started it is gone without stopping it (killed: a SIGTERM or
+    SIGKILL runs no session end), as `Run.stop` would have."""
+    while os.getppid() == parent:
+        time.sleep(1)
+    os.killpg(0, signal.SIGINT)
+    time.sleep(STOP_WAIT)
+    os.killpg(0, signal.SIGKILL)
+
+
 def _main(folder: Path, chapters: list[str]) -> None:
     from autograder import Course
 
@@ -126,4 +138,5 @@ def _main(folder: Path, chapters: list[str]) -> None:
 
 if __name__ == "__main__":
     sys.path.insert(0, str(REPO_ROOT))  # the checkout's autograder, as the tests import it
+    threading.Thread(target=_stop_when_orphaned, args=(os.getppid(),), daemon=True).start()
     _main(Path(sys.argv[1]), sys.argv[2:])
