@@ -116,6 +116,10 @@ def tiny_mlp_visible(yours, draw, check):
 def tiny_mlp_hidden(yours, draw, check):
     inputs, hidden, outputs = draw.int(2, 4), draw.int(2, 5), draw.int(1, 3)
     arrays, x = drawn_layer_arrays(draw, [inputs, hidden, outputs]), draw.array(draw.int(2, 5), inputs)
+    # the hidden unit the first output leans on most is negative for the first row, so skipping relu shows
+    (weight, bias), (out_weight, _) = arrays
+    unit = max(range(hidden), key=lambda j: abs(out_weight[0][j]))
+    bias[unit] = -abs(weight[unit] @ x[0]) - 1
 
     def call():
         mlp = yours.TinyMLP(inputs, hidden, outputs)
