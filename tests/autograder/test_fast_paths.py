@@ -2,6 +2,7 @@
 kernels only) must not change what a submission sees or how it is judged."""
 import copy
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,9 @@ from nbgrader.nbgraderformat import MetadataValidator, ValidationError
 from traitlets.config.loader import PyFileConfigLoader
 
 from autograder import config, synthetic, tuning
+from autograder.course import Course
 from autograder.judging import sandbox
+from tests.autograder.conftest import TOY_CHAPTERS
 
 VALID = {"grade": True, "grade_id": "test_add", "locked": True, "points": 2, "schema_version": 3,
          "solution": False, "task": False}
@@ -80,6 +83,57 @@ def test_cells_fetched_once_are_overwritten_as_stock_nbgrader_overwrites_them(to
     assert 'run_tests("test_add")' in restored["test_add"].source  # the source's, hidden tests' markers included
     assert restored["test_scale"].metadata.nbgrader["points"] == 3
     assert restored["imports"].cell_type == "code" and "not_in_the_chapter" not in restored
+
+
+READS_ITS_FILE = """def add(a, b):
+    return np.asarray(a) + np.asarray(b)
+print("data:", open("data.txt").read())"""
+
+
+def test_one_conversion_grades_as_stock_s_two(tmp_path, short_limits, monkeypatch):
+    """Stock autograde sanitizes, writes, reads back and grades; ours runs the same steps in one conversion. The
+    autograded notebooks and the outcomes are the same: of a submission whose test cell and points were edited
+    (the sanitizing steps give them back), of one nbgrader refuses, and of one reading a chapter's file, which the
+    kernel finds as the chapter's copy, not the copy the learner handed in next to the notebook."""
+    source = tmp_path / "source"
+    shutil.copytree(TOY_CHAPTERS / "90_toy", source / "90_toy")
+    (source / "90_toy" / "data.txt").write_text("the chapter's")
+    graded = {}
+    for way, convert in (("stock", tuning._stock_convert), ("ours", tuning._convert_in_one_pass)):
+        course = Course(tmp_path / way, source=source)
+        course.release(["90_toy"])
+        edited = synthetic.solved(course, "90_toy")
+        cells = {cell.metadata.get("nbgrader", {}).get("grade_id"): cell for cell in edited.cells}
+        cells["test_add"].source = "pass  # every check removed"
+        cells["test_scale"].metadata.nbgrader["points"] = 30
+        submissions = {"edited": edited, "refused": tampered(course),
+                       "reads": synthetic.with_cells(synthetic.solved(course, "90_toy"), {"add": READS_ITS_FILE})}
+        for student, notebook in submissions.items():
+            synthetic.write(notebook, tmp_path / "submission.ipynb")
+            course.submit(student, "90_toy", tmp_path / "submission.ipynb")
+        course.submission_path("reads", "90_toy").with_name("data.txt").write_text("the learner's")
+        monkeypatch.setattr(tuning, "_convert_in_one_pass", convert)  # what `tuning.apply` installs in workers
+        report = course.grade(workers=1)
+        graded[way] = {student: _outcome_and_files(report.outcome(student, "90_toy"), course.root / "autograded" / student)
+                       for student in submissions}
+    assert graded["ours"] == graded["stock"]
+    assert graded["ours"]["edited"][:2] == (0.0, ["the nbgrader metadata of test cell 'test_scale' was changed"])
+    assert graded["ours"]["refused"][0] == 0.0 and graded["ours"]["reads"][:2] == (5.0, [])
+    assert "data: the chapter's" in str(graded["ours"]["reads"][2]["90_toy/90_toy.ipynb"])
+
+
+def _outcome_and_files(outcome, autograded):
+    """What grading a submission left: its score, what needs review, the autograded files (without the cells' run
+    times)."""
+    files = {}
+    for path in autograded.rglob("*"):
+        if path.suffix == ".ipynb":
+            files[str(path.relative_to(autograded))] = notebook = nbformat.read(path, 4)
+            for cell in notebook.cells:
+                cell.metadata.pop("execution", None)
+        elif path.is_file():
+            files[str(path.relative_to(autograded))] = path.read_text()
+    return outcome.score, outcome.needs_review, files
 
 
 SHOWS_KERNEL = """def add(a, b):
