@@ -13,7 +13,9 @@ for the learner. Nothing here decides a test: `autograder.judging.verdicts` does
 from __future__ import annotations
 
 import copy
+import functools
 import json
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -42,7 +44,7 @@ def inspect_submission(submitted: Path, source: Path) -> list[str]:
     except Exception as error:  # nbformat raises JSON, schema and encoding errors alike
         first_line = (str(error).splitlines() or [""])[0]
         return [f"not a valid notebook ({type(error).__name__}: {first_line[:200]})"]
-    reference = _student_view(nbformat.read(str(source), as_version=4))
+    reference = released(source)
     chapter = source.stem
     expected = [c for c in reference.cells if _grade_id(c)]
     expected_ids = [_grade_id(c) for c in expected]
@@ -73,9 +75,30 @@ def inspect_submission(submitted: Path, source: Path) -> list[str]:
     return problems
 
 
-def _student_view(notebook):
-    """The source notebook as released: hidden tests removed (by nbgrader's own preprocessor)."""
-    view = copy.deepcopy(notebook)
+def source_notebook(path: Path):
+    """The chapter's source notebook at `path`, read once per version of the file (every submission of the chapter
+    is compared with it). Shared: read it, never change it."""
+    return _read_once(*_version(path))
+
+
+def released(source: Path):
+    """The source notebook as released: hidden tests removed (by nbgrader's own preprocessor). Shared, as above."""
+    return _released_once(*_version(source))
+
+
+def _version(path: Path) -> tuple[str, int, int]:
+    stat = os.stat(path)
+    return str(path), stat.st_mtime_ns, stat.st_size
+
+
+@functools.lru_cache(maxsize=32)
+def _read_once(path: str, _mtime_ns: int, _size: int):
+    return nbformat.read(path, as_version=4)
+
+
+@functools.lru_cache(maxsize=32)
+def _released_once(path: str, mtime_ns: int, size: int):
+    view = copy.deepcopy(_read_once(path, mtime_ns, size))
     ClearHiddenTests(enabled=True).preprocess(view, {})
     return view
 

@@ -170,7 +170,7 @@ class JudgeTests(NbGraderPreprocessor):
     def preprocess(self, nb, resources):
         limits[:] = integrity.limits_hit(nb)
         runs = expected(current.chapter, current.seed)
-        exercises = exercises_of(nbformat.read(current.source, as_version=4) if current.source else nb, nb)
+        exercises = exercises_of(integrity.source_notebook(current.source) if current.source else nb, nb)
         mechanism_of = getattr(probes.chapter_module(current.chapter), "MECHANISM_OF", {})
         for index, cell in enumerate(nb.cells):
             if not is_test(cell):
