@@ -45,7 +45,11 @@ def become_kernel(request: dict, stdio: list[int]) -> None:
     from ipykernel.kernelapp import IPKernelApp
     sys.argv = [sys.executable, "-m", "ipykernel_launcher", *request["args"]]
     # read from the environment when ipykernel was imported (by the server): set it from the kernel's own
-    IPKernelApp.launch_instance(argv=request["args"], parent_handle=int(os.environ.get("JPY_PARENT_PID") or 0))
+    app = IPKernelApp.instance(parent_handle=int(os.environ.get("JPY_PARENT_PID") or 0))
+    app.initialize(request["args"])
+    # traitlets leaves its logger at DEBUG for its handler to filter: each message's debug line was still made
+    app.log.setLevel(app.log_level)
+    app.start()
     os._exit(0)
 
 
