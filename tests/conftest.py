@@ -1,12 +1,14 @@
-"""Fixtures for the whole suite, and its promise to leave the course as it found it."""
+"""Fixtures for the whole suite, and its promise to leave the course, and the machine, as it found them."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 COURSE = Path(__file__).resolve().parents[1] / "course"
 COURSE_BEFORE = pytest.StashKey[set[Path]]()
+SLOT_USERS_BEFORE = pytest.StashKey[set[str]]()
 
 
 def _course_paths() -> set[Path]:
@@ -15,6 +17,22 @@ def _course_paths() -> set[Path]:
 
 def pytest_sessionstart(session):
     session.config.stash[COURSE_BEFORE] = _course_paths()
+    if os.geteuid() == 0:
+        from autograder.judging import sandbox
+        session.config.stash[SLOT_USERS_BEFORE] = sandbox.slot_users()
+
+
+@pytest.hookimpl(trylast=True)  # after the shared grading run has stopped (tests/course/conftest.py)
+def pytest_unconfigure(config):
+    """Grading as root makes a system user per kernel slot: those this run made go with it (unless another
+    grading run on the machine holds their slot: they are left, and named)."""
+    before = config.stash.get(SLOT_USERS_BEFORE, None)
+    if before is None:
+        return
+    from autograder.judging import sandbox
+    left = sandbox.remove_slot_users(sandbox.slot_users() - before)
+    if left:
+        print(f"\nslot users left (busy in another grading run on this machine): {', '.join(left)}")
 
 
 def pytest_sessionfinish(session, exitstatus):

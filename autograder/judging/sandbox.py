@@ -192,6 +192,30 @@ def slot_user(slot: int) -> pwd.struct_passwd:
             return pwd.getpwnam(name)
 
 
+def slot_users() -> set[str]:
+    """The slot users this machine has."""
+    return {entry.pw_name for entry in pwd.getpwall() if entry.pw_name.startswith(USER_PREFIX)}
+
+
+def remove_slot_users(names) -> list[str]:
+    """Remove the slot users `names` (and their groups), each while holding its slot's lock: a grading run that
+    claims the slot meanwhile waits, then makes the user again. The names left: their slot was busy (another
+    grading run on this machine), or the user still had processes."""
+    left = []
+    for name in sorted(names):
+        slot = int(name.removeprefix(USER_PREFIX))
+        with open(_state_dir() / f"slot-{slot}.lock", "a") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                left.append(name)
+                continue
+            with exclusive(_state_dir() / "users.lock"):
+                if subprocess.run(["userdel", name], capture_output=True).returncode != 0:
+                    left.append(name)
+    return left
+
+
 def _state_dir() -> Path:
     STATE_DIR.mkdir(mode=0o711, exist_ok=True)
     STATE_DIR.chmod(0o711)  # kernels must traverse it to reach their working folder, not list it

@@ -1,9 +1,11 @@
 """One submission's crash never costs another: kernels that die, are killed or time out free their slot and
 leave nothing behind, a shortage of slots makes grading wait, a new student's chapters graded at once do not race
 to create the student, and no IPC object of one kernel outlives it or reaches the next."""
+import contextlib
 import ctypes
 import ctypes.util
 import fcntl
+import grp
 import os
 import pwd
 from pathlib import Path
@@ -159,13 +161,13 @@ def ipc_left_on_the_machine() -> list[str]:
     return left
 
 
-@pytest.fixture
-def a_slot_user_of_our_own():
-    """The user of a slot past the grading runs' (MAX_SLOTS and up), held with a lock for this test: two test runs
-    on one machine (two suites side by side) each get their own."""
+@contextlib.contextmanager
+def _slot_of_our_own():
+    """The user of a slot past the grading runs' (MAX_SLOTS and up), held with its slot's lock meanwhile: two test
+    runs on one machine (two suites side by side) each get their own."""
     slot = sandbox.MAX_SLOTS
     while True:
-        with open(sandbox._state_dir() / f"test-slot-{slot}.lock", "a") as lock:
+        with open(sandbox._state_dir() / f"slot-{slot}.lock", "a") as lock:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -173,6 +175,23 @@ def a_slot_user_of_our_own():
                 continue
             yield sandbox.slot_user(slot)
             return
+
+
+@pytest.fixture
+def a_slot_user_of_our_own():
+    with _slot_of_our_own() as user:
+        yield user
+
+
+def test_a_slot_user_is_removed_only_while_its_slot_is_free():
+    """What the suite does with the slot users it made (tests/conftest.py): another grading run's are kept."""
+    with _slot_of_our_own() as user:
+        assert sandbox.remove_slot_users([user.pw_name]) == [user.pw_name]  # its slot is held: kept
+        assert user.pw_name in sandbox.slot_users()
+    assert sandbox.remove_slot_users([user.pw_name]) == []
+    assert user.pw_name not in sandbox.slot_users()
+    with pytest.raises(KeyError):
+        grp.getgrnam(user.pw_name)  # its group too
 
 
 def test_no_ipc_object_or_key_of_a_kernel_outlives_it(toy_course, tmp_path, monkeypatch, request):
