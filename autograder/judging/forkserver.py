@@ -105,6 +105,10 @@ def serve_base(listener: socket.socket, view: list[list[str]]) -> None:
     _format_a_traceback()
     _flush_only_what_was_written()
     _signatures_read_once()
+    # the machine's addresses, which a kernel looks up as it reads its connection file (with psutil, 5 ms): the
+    # base's network namespace is the kernels'
+    from jupyter_client import localinterfaces
+    localinterfaces.localhost()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children (and, as PID 1, orphans) vanish: no zombies
     while True:
         ready, _, _ = select.select([listener, sys.stdin], [], [])
