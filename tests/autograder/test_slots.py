@@ -53,9 +53,19 @@ def crashed_class(tmp_path_factory, short_limits, make_toy_course):
         notebook = synthetic.with_cells(synthetic.solved(course, "90_toy"), {"add": solution})
         synthetic.write(notebook, tmp_path / f"{student}.ipynb")
         course.submit(student, "90_toy", tmp_path / f"{student}.ipynb")
+    mounted = tmp_path / "kernel-folders-mounted"
+    mount_tmpfs = sandbox._mount_tmpfs
+
+    def mount_and_note(folder, options):  # this class's kernel folders (another run's may be left over meanwhile)
+        mount_tmpfs(folder, options)
+        with open(mounted, "a") as notes:
+            notes.write(f"{folder}\n")
+
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(sandbox, "MAX_SLOTS", 2)  # the workers fork from this process
+        patch.setattr(sandbox, "_mount_tmpfs", mount_and_note)
         report = course.grade(workers=2)
+    report.kernel_folders = mounted.read_text().split()
     return course, report
 
 
@@ -77,8 +87,11 @@ def test_a_kernel_that_exits_is_held_for_review_with_the_reason(crashed_class):
 def test_nothing_a_kernel_wrote_or_started_survives_it(crashed_class):
     # Slots are shared with whatever else grades on this machine: look for what these kernels made.
     # (os.walk, not rglob: other runs' folders come and go while it walks)
+    _, report = crashed_class
+    assert len(report.kernel_folders) >= 8  # a folder per kernel: each notebook had one (a crashed one, two)
     assert [folder for folder, _, files in os.walk(sandbox.STATE_DIR) if BALLAST in files] == []
-    assert [folder for folder in kernel_folders_mounted() if _left_over(folder)] == []
+    assert [folder for folder in kernel_folders_mounted()
+            if folder in report.kernel_folders and _left_over(folder)] == []
     assert kernel_processes_running(SLEEP) == []
 
 
