@@ -1,18 +1,22 @@
 """Training with modulecraft and with torch, side by side: step times, backward-hook overhead, backward memory.
 
-Run: ``.venv/bin/python benchmarks/bench_training.py [--quick] [--cpu-time]``. Both libraries run single-threaded
-(the BLAS thread variables are set before numpy loads; ``torch.set_num_threads(1)``), take turns within each repeat,
-and each time is the best of the repeats: many short ones (a few ms each), so that on a shared machine the best of
-them is likely to have run undisturbed, for both libraries alike. On a machine loaded beyond its cores, none is:
-``--cpu-time`` then times with the process's CPU time, which leaves out the waits for a core. Printed: the time per
-operation for each library and the ratio modulecraft / torch, with the targets of issue 42: the ratios measured
-before the engine followed torch's ``validate_outputs`` and module backward hooks became a Function (a training step
-of a 784-256-10 MLP at batch 128 ≤ 0.74×; of a 50-layer width-16 MLP at batch 8, where Python overhead dominates, ≤
-0.81×; the extra cost of a full backward hook ≤ 0.45×), and one epoch of the capstone's model on its digits, as
-learners train it in chapter 13, ≤ 1.0×, also with 13.6's statistics hooks. Then the memory a backward pass
-allocates above what was live before it (its peak): for modulecraft ``tracemalloc``'s peak (numpy reports its array
-buffers to it), for torch the running total of the allocations and frees ``torch.profiler`` records on the CPU
-during ``backward()``.
+Run: ``.venv/bin/python benchmarks/bench_training.py [--quick] [--cpu-time] [--against REVISION ...]``. Each library
+runs in a worker process of its own, single-threaded (the BLAS thread variables are set before numpy loads;
+``torch.set_num_threads(1)``); the libraries take turns within each repeat, and each time is the best of the repeats:
+many short ones (a few ms each), so that on a shared machine the best of them is likely to have run undisturbed, for
+all libraries alike. On a machine loaded beyond its cores, none is: ``--cpu-time`` then times with each worker's CPU
+time, which leaves out the waits for a core. ``--against`` adds the reference as of an older commit (extracted with
+``git archive``, imported in its own worker only), timed in the same rounds, so that a ratio is compared with the
+older tree's measured at the same moment rather than with a figure from another day.
+
+Printed: the time per operation for each library and the ratio modulecraft / torch, with the targets of issue 42 (a
+training step of a 784-256-10 MLP at batch 128 ≤ 0.74×; of a 50-layer width-16 MLP at batch 8, where Python overhead
+dominates, ≤ 0.81×; the extra cost of a full backward hook ≤ 0.45×; one epoch of the capstone's model on its digits,
+as learners train it in chapter 13, ≤ 1.0×, also with 13.6's statistics hooks). Measured with ``--against``, the tree
+on which issue 42 was filed (48a99c6) gives 0.95-1.01×, 0.90-0.96× and 1.07-1.19× for the first three, and no tree
+since 2026-11-25 comes under 0.86×, 0.81× and 0.59×. Then the memory a backward pass allocates above what was live
+before it (its peak): for modulecraft ``tracemalloc``'s peak (numpy reports its array buffers to it), for torch the
+running total of the allocations and frees ``torch.profiler`` records on the CPU during ``backward()``.
 """
 
 from __future__ import annotations
@@ -198,7 +202,7 @@ def _extract(revision: str, into: Path) -> tuple[str, Path]:
     archive = subprocess.run(["git", "-C", str(REPOSITORY), "archive", commit, "reference/modulecraft"],
                              check=True, capture_output=True).stdout
     folder = into / commit
-    folder.mkdir()
+    folder.mkdir(exist_ok=True)  # two revisions naming one commit
     subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
     return f"modulecraft@{commit}", folder / "reference"
 
@@ -283,17 +287,22 @@ def main(argv: list[str] | None = None) -> int:
     repeat = 2 if args.quick else 35
 
     with tempfile.TemporaryDirectory(prefix="bench-training-") as scratch:
-        sources = [("torch", "torch"), ("modulecraft", str(REPOSITORY / "reference"))]
-        sources += [(label, str(folder)) for label, folder in (_extract(rev, Path(scratch)) for rev in args.against)]
+        workers = [Worker("torch", "torch", args.cpu_time),
+                   Worker("modulecraft", str(REPOSITORY / "reference"), args.cpu_time)]
+        for label, folder in dict(_extract(rev, Path(scratch)) for rev in args.against).items():
+            try:
+                workers.append(Worker(label, str(folder), args.cpu_time))
+            except RuntimeError as error:  # a tree whose package does not import (a commit fixed by the next one)
+                print(f"left out: {error}", file=sys.stderr)
         load_before = os.getloadavg()
-        workers = [Worker(label, library, args.cpu_time) for label, library in sources]
         try:
             times = {name: {worker.label: float("inf") for worker in workers} for name in TIMED}
             for _ in range(repeat):
                 for name, (_, number, _) in TIMED.items():
                     for worker in workers:  # the libraries take turns, so a burst of load hits them alike
                         answer = worker.ask(time=name, number=number)
-                        times[name][worker.label] = min(times[name][worker.label], answer.get("seconds", math.nan))
+                        best = times[name][worker.label]
+                        times[name][worker.label] = min(best, answer["seconds"]) if "seconds" in answer else math.nan
             peaks = {worker.label: worker.ask(memory=True).get("bytes", math.nan) for worker in workers}
         finally:
             for worker in workers:
