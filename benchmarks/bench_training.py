@@ -12,11 +12,12 @@ older tree's measured at the same moment rather than with a figure from another 
 Printed: the time per operation for each library and the ratio modulecraft / torch, with the targets of issue 42 (a
 training step of a 784-256-10 MLP at batch 128 ≤ 0.74×; of a 50-layer width-16 MLP at batch 8, where Python overhead
 dominates, ≤ 0.81×; the extra cost of a full backward hook ≤ 0.45×; one epoch of the capstone's model on its digits,
-as learners train it in chapter 13, ≤ 1.0×, also with 13.6's statistics hooks). Measured with ``--against``, the tree
-on which issue 42 was filed (48a99c6) gives 0.95-1.01×, 0.90-0.96× and 1.07-1.19× for the first three, and no tree
-since 2026-11-25 comes under 0.86×, 0.81× and 0.59×. Then the memory a backward pass allocates above what was live
-before it (its peak): for modulecraft ``tracemalloc``'s peak (numpy reports its array buffers to it), for torch the
-running total of the allocations and frees ``torch.profiler`` records on the CPU during ``backward()``.
+as learners train it in chapter 13, ≤ 1.0×, also with 13.6's statistics hooks). Measured with ``--against`` (CPU
+time, 2026-12-04), the tree on which issue 42 was filed (48a99c6) gives 0.89-1.01×, 0.90-0.96× and 1.07-1.19× for
+the first three, and the best of any tree since 2026-11-25 is 0.86×, 0.81× and 0.63×. Then the memory a backward pass
+allocates above what was live before it (its peak): for modulecraft ``tracemalloc``'s peak (numpy reports its array
+buffers to it), for torch the running total of the allocations and frees ``torch.profiler`` records on the CPU
+during ``backward()``.
 """
 
 from __future__ import annotations
