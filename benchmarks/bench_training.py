@@ -1,15 +1,20 @@
 """Training with modulecraft and with torch, side by side: step times, backward-hook overhead, backward memory.
 
-Run: ``.venv/bin/python benchmarks/bench_training.py [--quick] [--cpu-time]``. Both libraries run single-threaded
-(the BLAS thread variables are set before numpy loads; ``torch.set_num_threads(1)``), take turns within each repeat,
-and each time is the best of the repeats: many short ones (a few ms each), so that on a shared machine the best of
-them is likely to have run undisturbed, for both libraries alike. On a machine loaded beyond its cores, none is:
-``--cpu-time`` then times with the process's CPU time, which leaves out the waits for a core. Printed: the time per
-operation for each library and the ratio modulecraft / torch, with the targets of issue 42: the ratios measured
-before the engine followed torch's ``validate_outputs`` and module backward hooks became a Function (a training step
-of a 784-256-10 MLP at batch 128 ≤ 0.74×; of a 50-layer width-16 MLP at batch 8, where Python overhead dominates, ≤
-0.81×; the extra cost of a full backward hook ≤ 0.45×), and one epoch of the capstone's model on its digits, as
-learners train it in chapter 13, ≤ 1.0×, also with 13.6's statistics hooks. Then the memory a backward pass
+Run: ``.venv/bin/python benchmarks/bench_training.py [--quick] [--cpu-time] [--against REVISION ...]``. Each library
+runs in a worker process of its own, single-threaded (the BLAS thread variables are set before numpy loads;
+``torch.set_num_threads(1)``); the libraries take turns within each repeat, and each time is the best of the repeats:
+many short ones (a few ms each), so that on a shared machine the best of them is likely to have run undisturbed, for
+all libraries alike. On a machine loaded beyond its cores, none is: ``--cpu-time`` then times with each worker's CPU
+time, which leaves out the waits for a core. ``--against`` adds the reference as of an older commit (extracted with
+``git archive``, imported in its own worker only), timed in the same rounds, so that a ratio is compared with the
+older tree's measured at the same moment rather than with a figure from another day.
+
+Printed: the time per operation for each library and the ratio modulecraft / torch, with the targets of issue 42 (a
+training step of a 784-256-10 MLP at batch 128 ≤ 0.74×; of a 50-layer width-16 MLP at batch 8, where Python overhead
+dominates, ≤ 0.81×; the extra cost of a full backward hook ≤ 0.45×; one epoch of the capstone's model on its digits,
+as learners train it in chapter 13, ≤ 1.0×, also with 13.6's statistics hooks). Measured with ``--against`` (CPU
+time, 2026-12-04), the tree on which issue 42 was filed (48a99c6) gives 0.89-1.01×, 0.90-0.96× and 1.07-1.19× for
+the first three, and the best of any tree since 2026-11-25 is 0.86×, 0.81× and 0.63×. Then the memory a backward pass
 allocates above what was live before it (its peak): for modulecraft ``tracemalloc``'s peak (numpy reports its array
 buffers to it), for torch the running total of the allocations and frees ``torch.profiler`` records on the CPU
 during ``backward()``.
@@ -25,7 +30,11 @@ if __name__ == "__main__":  # before numpy (and its BLAS) is first imported; not
 
 import argparse  # noqa: E402
 import importlib.util  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import subprocess  # noqa: E402
 import sys  # noqa: E402
+import tempfile  # noqa: E402
 import time  # noqa: E402
 import timeit  # noqa: E402
 import tracemalloc  # noqa: E402
@@ -37,6 +46,8 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling benchmark, also when a test loads this file
 from bench_reference import _format_seconds  # noqa: E402
+
+REPOSITORY = Path(__file__).resolve().parents[1]
 
 
 class Library:
@@ -80,10 +91,14 @@ class Library:
 
     def capstone_epoch(self, statistics: bool) -> Callable[[], None]:
         """One epoch of chapter 13's training: its digits model, SGD with momentum, cross-entropy, 22 batches of 64
-        (``train_epoch`` of modulecraft's capstone exercises, which runs on either library); with ``statistics``,
-        13.6's hooks on every layer (forward: output mean and std; Linear's full backward hook: gradient norm)."""
-        from modulecraft.exercises.c13_capstone import train_epoch
-
+        (``train_epoch`` of this checkout's capstone exercises, which runs on either library, also beside an older
+        tree); with ``statistics``, 13.6's hooks on every layer (forward: output mean and std; Linear's full
+        backward hook: gradient norm)."""
+        spec = importlib.util.spec_from_file_location(
+            "_bench_capstone", REPOSITORY / "reference" / "modulecraft" / "exercises" / "c13_capstone.py")
+        capstone = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(capstone)
+        train_epoch = capstone.train_epoch
         features, labels = _digits()
         if self.name == "torch":
             import torch
@@ -181,50 +196,160 @@ TIMED = {  # name -> (what to build from a Library, operations per timing, targe
 }
 
 
+def _extract(revision: str, into: Path) -> tuple[str, Path]:
+    """The reference package as of ``revision`` of this repository, written under ``into``: (its label, its folder)."""
+    commit = subprocess.run(["git", "-C", str(REPOSITORY), "rev-parse", "--short", f"{revision}^{{commit}}"],
+                            check=True, capture_output=True, text=True).stdout.strip()
+    archive = subprocess.run(["git", "-C", str(REPOSITORY), "archive", commit, "reference/modulecraft"],
+                             check=True, capture_output=True).stdout
+    folder = into / commit
+    folder.mkdir(exist_ok=True)  # two revisions naming one commit
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    return f"modulecraft@{commit}", folder / "reference"
+
+
+def _serve(library: str, timer: Callable[[], float]) -> None:
+    """A worker: one library in this process (``torch``, or the folder holding a ``modulecraft`` package), timing
+    what the coordinator asks on stdin, one JSON line per request and per answer. The first answer says which
+    ``modulecraft`` was imported."""
+    channel = os.fdopen(os.dup(1), "w")  # the answers; anything the libraries print goes to stderr
+    os.dup2(2, 1)
+    if library == "torch":
+        import torch
+
+        torch.set_num_threads(1)
+        lib, imported = Library("torch"), None
+    else:
+        sys.path.insert(0, library)  # before the installed (editable) modulecraft, whose finder comes last
+        lib = Library("modulecraft")
+        imported = sys.modules["modulecraft"].__file__
+    channel.write(json.dumps({"modulecraft": imported}) + "\n")
+    channel.flush()
+    prepared: dict[str, Callable[[], None]] = {}
+    for line in sys.stdin:
+        request = json.loads(line)
+        try:
+            if "memory" in request:
+                answer = {"bytes": lib.backward_peak_bytes([784, 256, 10], 128)}
+            else:
+                name, number = request["time"], request["number"]
+                if name not in prepared:
+                    prepared[name] = TIMED[name][0](lib)
+                answer = {"seconds": timeit.timeit(prepared[name], timer=timer, number=number) / number}
+        except Exception as error:  # an older tree without what this operation needs: shown as n/a
+            answer = {"error": f"{type(error).__name__}: {error}"}
+        channel.write(json.dumps(answer) + "\n")
+        channel.flush()
+
+
+class Worker:
+    """The coordinator's end of a worker process (``_serve``)."""
+
+    def __init__(self, label: str, library: str, cpu_time: bool) -> None:
+        self.label = label
+        command = [sys.executable, __file__, "--worker", library] + (["--cpu-time"] if cpu_time else [])
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.modulecraft = self._answer()["modulecraft"]
+        if library != "torch" and not Path(self.modulecraft).is_relative_to(library):
+            self.close()
+            raise RuntimeError(f"{label}: the worker imported {self.modulecraft}, not the package under {library}")
+
+    def ask(self, **request) -> dict:
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
+        return self._answer()
+
+    def _answer(self) -> dict:
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"{self.label}: the worker ended (exit code {self.process.wait()}); see its stderr")
+        return json.loads(line)
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats (a smoke run, noisier numbers)")
     parser.add_argument("--cpu-time", action="store_true",
                         help="time with the process's CPU time instead of the wall clock: on a loaded machine, the "
                              "time spent waiting for a core is left out")
+    parser.add_argument("--against", action="append", default=[], metavar="REVISION",
+                        help="also time the reference as of this git revision (a commit, tag or branch of this "
+                             "repository), in the same rounds; repeatable")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    repeat = 2 if args.quick else 35
     timer = time.process_time if args.cpu_time else time.perf_counter
+    if args.worker:
+        _serve(args.worker, timer)
+        return 0
+    repeat = 2 if args.quick else 35
 
-    import torch
+    with tempfile.TemporaryDirectory(prefix="bench-training-") as scratch:
+        workers = [Worker("torch", "torch", args.cpu_time),
+                   Worker("modulecraft", str(REPOSITORY / "reference"), args.cpu_time)]
+        for label, folder in dict(_extract(rev, Path(scratch)) for rev in args.against).items():
+            try:
+                workers.append(Worker(label, str(folder), args.cpu_time))
+            except RuntimeError as error:  # a tree whose package does not import (a commit fixed by the next one)
+                print(f"left out: {error}", file=sys.stderr)
+        load_before = os.getloadavg()
+        try:
+            times = {name: {worker.label: float("inf") for worker in workers} for name in TIMED}
+            for _ in range(repeat):
+                for name, (_, number, _) in TIMED.items():
+                    for worker in workers:  # the libraries take turns, so a burst of load hits them alike
+                        answer = worker.ask(time=name, number=number)
+                        best = times[name][worker.label]
+                        times[name][worker.label] = min(best, answer["seconds"]) if "seconds" in answer else math.nan
+            peaks = {worker.label: worker.ask(memory=True).get("bytes", math.nan) for worker in workers}
+        finally:
+            for worker in workers:
+                worker.close()
+        load_after = os.getloadavg()
 
-    torch.set_num_threads(1)
-    libraries = [Library("torch"), Library("modulecraft")]
-    prepared = {name: {lib.name: build(lib) for lib in libraries} for name, (build, _, _) in TIMED.items()}
-    times: dict[str, dict[str, float]] = {name: {lib.name: float("inf") for lib in libraries} for name in TIMED}
-    for name, (_, number, _) in TIMED.items():
-        for _ in range(repeat):  # the libraries take turns, so a burst of load hits both alike
-            for lib in libraries:
-                seconds = timeit.timeit(prepared[name][lib.name], timer=timer, number=number) / number
-                times[name][lib.name] = min(times[name][lib.name], seconds)
     plain, hooked = times["Linear(4, 4) call + backward"], times["the same with a full backward hook"]
-    times["hook overhead (difference of the two above)"] = {lib.name: hooked[lib.name] - plain[lib.name]
-                                                            for lib in libraries}
+    times["hook overhead (difference of the two above)"] = {label: hooked[label] - plain[label] for label in plain}
     targets = {name: target for name, (_, _, target) in TIMED.items()}
     targets["hook overhead (difference of the two above)"] = 0.45
+    _print_table(times, targets, peaks)
+    print(f"\nratio = modulecraft / torch, best of {repeat} repeats, one thread each, "
+          f"{'CPU' if args.cpu_time else 'wall-clock'} time; numpy {np.__version__}, Python {sys.version.split()[0]}; "
+          f"load average {load_before[0]:.1f} at the start, {load_after[0]:.1f} at the end")
+    return 0
 
+
+def _format_time(seconds: float) -> str:
+    return f"{'n/a':>11}" if math.isnan(seconds) else _format_seconds(seconds)
+
+
+def _print_table(times: dict[str, dict[str, float]], targets: dict[str, float | None],
+                 peaks: dict[str, float]) -> None:
+    """A row per operation: each library's time, then each modulecraft's ratio to torch, then the target (for the
+    current tree's ratio)."""
+    labels = list(peaks)
+    references = labels[1:]
     width = max(map(len, times))
-    print(f"{'operation':<{width}}  {'torch':>11}  {'modulecraft':>11}  {'ratio':>6}  target")
+    columns = [max(11, len(label)) for label in labels]
+    ratio_columns = [max(6, len(label) - len("modulecraft")) for label in references]
+    print(f"{'operation':<{width}}  " + "  ".join(f"{label:>{column}}" for label, column in zip(labels, columns))
+          + "  " + "  ".join(f"{'ratio' + label[len('modulecraft'):]:>{column}}"
+                             for label, column in zip(references, ratio_columns)) + "  target")
     for name, pair in times.items():
-        ratio = pair["modulecraft"] / pair["torch"] if pair["torch"] > 0 else float("nan")
+        ratios = [pair[label] / pair["torch"] if pair["torch"] > 0 else math.nan for label in references]
         target = targets.get(name)
-        verdict = "" if target is None else f"≤ {target:.2f}  {'met' if ratio <= target else 'MISSED'}"
-        print(f"{name:<{width}}  {_format_seconds(pair['torch'])}  {_format_seconds(pair['modulecraft'])}"
-              f"  {ratio:6.2f}  {verdict}")
+        verdict = "" if target is None else f"≤ {target:.2f}  {'met' if ratios[0] <= target else 'MISSED'}"
+        print(f"{name:<{width}}  " + "  ".join(f"{_format_time(pair[label]):>{column}}"
+                                                for label, column in zip(labels, columns))
+              + "  " + "  ".join(f"{ratio:{column}.2f}" for ratio, column in zip(ratios, ratio_columns))
+              + f"  {verdict}")
 
     print("\nmemory allocated by one backward pass above what was live before it (peak), 784-256-10 MLP, batch 128:")
-    peaks = {lib.name: lib.backward_peak_bytes([784, 256, 10], 128) for lib in libraries}
-    for name, peak in peaks.items():
-        print(f"  {name:<11} {peak / 2**20:8.2f} MiB")
-    print(f"  ratio {peaks['modulecraft'] / peaks['torch']:.2f}")
-    print(f"\nratio = modulecraft / torch, best of {repeat} repeats, one thread each, "
-          f"{'CPU' if args.cpu_time else 'wall-clock'} time; numpy {np.__version__}, Python {sys.version.split()[0]}")
-    return 0
+    for label, peak in peaks.items():
+        ratio = "" if label == "torch" else f"  ratio {peak / peaks['torch']:.2f}"
+        print(f"  {label:<{max(map(len, labels))}} {peak / 2**20:8.2f} MiB{ratio}")
 
 
 if __name__ == "__main__":

@@ -233,9 +233,11 @@ class _Ready(int):
 
 def _run_node(node: Node, grads: list) -> tuple:
     """What ``backward`` runs for each node: the node with its hooks (a node without any, directly)."""
-    if node._hook_tables is None and len(grads) == 1 and grads[0] is not None and (
-            type(node) is not AccumulateGrad or node.variable._backward_hooks is None):
-        return validate_outputs(node, node.backward(grads[0]))  # the common case: no hooks, one output
+    if node._hook_tables is None and len(grads) == 1 and grads[0] is not None:  # the common case: no hooks
+        if type(node) is not AccumulateGrad:
+            return validate_outputs(node, node.backward(grads[0]))
+        if node.variable._backward_hooks is None:
+            return node.backward(grads[0])  # a leaf's node has no edges: nothing to validate
     return _call_node(node, grads)
 
 

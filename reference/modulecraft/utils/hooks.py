@@ -110,7 +110,7 @@ class BackwardHook:
         def hook(grad_input, _):
             if self.grad_outputs is None:
                 return None  # the gradient reached the inputs without passing through the outputs
-            result = self._pack_with_none(self.input_tensors_index, grad_input, self.n_inputs)
+            packed = result = self._pack_with_none(self.input_tensors_index, grad_input, self.n_inputs)
             for user_hook in self.user_hooks:
                 out = user_hook(self.module, result, self.grad_outputs)
                 if out is None:
@@ -120,6 +120,8 @@ class BackwardHook:
                                        f"got {len(out)}, but expected {len(result)}")
                 result = out
             self.grad_outputs = None
+            if result is packed:  # no hook replaced grad_input: the node's gradients go on as they are
+                return None
             return self._unpack_none(self.input_tensors_index, result)
 
         grad_fn.register_hook(hook)
