@@ -410,7 +410,11 @@ def jupyter_environment(state: Path, role: str) -> dict[str, str]:
     server_extensions = {
         f"nbgrader.server_extensions.{name}": name in SERVER_EXTENSIONS[role] for name in sorted(ALL_SERVER_EXTENSIONS)
     }
-    _write_json(config / "jupyter_server_config.json", {"ServerApp": {"jpserver_extensions": server_extensions}})
+    _write_json(config / "jupyter_server_config.json", {
+        "ServerApp": {"jpserver_extensions": server_extensions},
+        # jupyter-lsp's search for language servers runs `npm prefix -g`, and npm logs into ~/.npm: none is used
+        "LanguageServerManager": {"autodetect": False},
+    })
     disabled = {f"@jupyter/nbgrader:{name}": True for name in sorted(ALL_LAB_PLUGINS - LAB_PLUGINS[role])}
     _write_json(config / "labconfig" / "page_config.json", {"disabledExtensions": disabled})
     # The Validate button executes the whole notebook; its last cell, check_my_work(), must not grade it again.
@@ -425,6 +429,7 @@ def jupyter_environment(state: Path, role: str) -> dict[str, str]:
         "JUPYTERLAB_SETTINGS_DIR": str(settings),
         "JUPYTERLAB_WORKSPACES_DIR": str(state / "lab" / "workspaces"),
         "JUPYTER_RUNTIME_DIR": str(state / "runtime"),
+        "JUPYTER_DATA_DIR": str(state / "data"),  # e.g. the signatures of trusted notebooks, not in ~/.local
     }
     if role == "learner":  # IPython's profile is private too: its kernel config has the self-check prepare the chapter
         env["IPYTHONDIR"] = str(state / "ipython")

@@ -45,6 +45,7 @@ import copy
 import ctypes
 import fcntl
 import functools
+import grp
 import os
 import pwd
 import shutil
@@ -186,7 +187,11 @@ def slot_user(slot: int) -> pwd.struct_passwd:
         try:
             return pwd.getpwnam(name)
         except KeyError:
-            subprocess.run(["useradd", "--system", "--user-group", "--no-create-home", "--home-dir", "/nonexistent",
+            try:  # a group of the name left behind (useradd --user-group refuses to make it again)
+                group = ["--gid", str(grp.getgrnam(name).gr_gid)]
+            except KeyError:
+                group = ["--user-group"]
+            subprocess.run(["useradd", "--system", *group, "--no-create-home", "--home-dir", "/nonexistent",
                             "--shell", "/usr/sbin/nologin", "--comment", "modulecraft grading kernel", name],
                            check=True, capture_output=True)
             return pwd.getpwnam(name)
@@ -213,6 +218,8 @@ def remove_slot_users(names) -> list[str]:
             with exclusive(_state_dir() / "users.lock"):
                 if subprocess.run(["userdel", name], capture_output=True).returncode != 0:
                     left.append(name)
+                else:  # userdel keeps a group useradd did not make (one left by an earlier user of the name)
+                    subprocess.run(["groupdel", name], capture_output=True)
     return left
 
 

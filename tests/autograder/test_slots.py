@@ -8,6 +8,7 @@ import fcntl
 import grp
 import os
 import pwd
+import subprocess
 from pathlib import Path
 
 import nbformat
@@ -205,6 +206,18 @@ def test_a_slot_user_is_removed_only_while_its_slot_is_free():
     assert user.pw_name not in sandbox.slot_users()
     with pytest.raises(KeyError):
         grp.getgrnam(user.pw_name)  # its group too
+
+
+def test_a_slot_user_made_beside_a_left_group_is_removed_with_that_group():
+    """A group of the user's name already there (an earlier user's): useradd --user-group refuses it, and userdel
+    keeps a group useradd did not make."""
+    with _slot_of_our_own() as user:
+        subprocess.run(["userdel", user.pw_name], check=True)
+        subprocess.run(["groupadd", "--system", user.pw_name], check=True)  # what an earlier user left
+        user = sandbox.slot_user(int(user.pw_name.removeprefix(sandbox.USER_PREFIX)))
+    assert sandbox.remove_slot_users([user.pw_name]) == []
+    with pytest.raises(KeyError):
+        grp.getgrnam(user.pw_name)
 
 
 def test_no_ipc_object_or_key_of_a_kernel_outlives_it(toy_course, tmp_path, monkeypatch, request):

@@ -1,5 +1,5 @@
-"""The learner's JupyterLab, as `launch` configures it, in headless Chromium: the index opens unmodified, and no
-prompt about Jupyter news covers it."""
+"""The learner's JupyterLab, as `launch` configures it, in headless Chromium: the index opens unmodified, no
+prompt about Jupyter news covers it, and the server writes nothing in the learner's home."""
 from __future__ import annotations
 
 import os
@@ -32,6 +32,9 @@ def learner_lab(course):
         port = probe.getsockname()[1]
     token = secrets.token_hex(16)
     env = lab_environment(workspace / STATE_DIR / "jupyter-learner", "learner")
+    env["HOME"] = str(workspace.parent / "home")
+    env["MODULECRAFT_SELFCHECK_CACHE"] = str(workspace.parent / "selfcheck-cache")  # a learner's is in ~/.cache
+    os.makedirs(env["HOME"])
     command = lab_command(workspace, INDEX, ["--no-browser", "--ip=127.0.0.1", f"--port={port}",
                                               "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}"])
     log = (workspace.parent / "lab.log").open("w")
@@ -47,7 +50,7 @@ def learner_lab(course):
             except OSError:
                 assert server.poll() is None and time.monotonic() < deadline, (workspace.parent / "lab.log").read_text()
                 time.sleep(0.3)
-        yield workspace, f"{url}/lab/workspaces/{secrets.token_hex(4)}/tree/{INDEX}?token={token}"
+        yield workspace, f"{url}/lab/workspaces/{secrets.token_hex(4)}/tree/{INDEX}?token={token}", Path(env["HOME"])
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=20)
@@ -55,7 +58,7 @@ def learner_lab(course):
 
 
 def test_the_index_opens_unmodified_and_no_news_prompt_shows(learner_lab, playwright_session):
-    workspace, page_url = learner_lab
+    workspace, page_url, home = learner_lab
     before = (workspace / INDEX).read_bytes()
     browser = playwright_session.chromium.launch(executable_path=CHROMIUM, headless=True,
                                                  args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
@@ -73,3 +76,4 @@ def test_the_index_opens_unmodified_and_no_news_prompt_shows(learner_lab, playwr
     assert dirty == 0, "opening the index marked it modified"
     assert prompts == 0, "JupyterLab asks about Jupyter news over the index"
     assert (workspace / INDEX).read_bytes() == before
+    assert [str(path.relative_to(home)) for path in home.rglob("*")] == [], "JupyterLab wrote in the learner's home"
