@@ -52,7 +52,10 @@ fi
 chmod -R a+rX "$venv"
 
 if [ ! -x "$prefix/proxy/node_modules/.bin/configurable-http-proxy" ]; then
-  npm install --silent --no-audit --no-fund --prefix "$prefix/proxy" "configurable-http-proxy@$chp_version" >/dev/null
+  # npm's cache and logs in the prefix, not in root's home (then the cache goes: nothing reads it again)
+  npm install --silent --no-audit --no-fund --logs-max=0 --cache "$prefix/proxy/.npm-cache" \
+    --prefix "$prefix/proxy" "configurable-http-proxy@$chp_version" >/dev/null
+  rm -rf "$prefix/proxy/.npm-cache"
 fi
 chmod -R a+rX "$prefix/proxy"
 echo "modulecraft hub: installed in $prefix (jupyterhub $jupyterhub_version, configurable-http-proxy $chp_version)"
