@@ -17,9 +17,11 @@ def _course_paths() -> set[Path]:
 
 def pytest_sessionstart(session):
     session.config.stash[COURSE_BEFORE] = _course_paths()
-    # A learner's self-check caches its chapters in ~/.cache/modulecraft; the tests', in the run's temporary folder.
-    os.environ.setdefault("MODULECRAFT_SELFCHECK_CACHE",
-                          str(session.config._tmp_path_factory.getbasetemp() / "selfcheck-cache"))
+    # What the tools write in a home folder (caches of matplotlib, IPython, Chromium, dask's config, the self-check's
+    # chapters) lands in the run's temporary folder, not in the user's home: a passing run leaves nothing.
+    home = session.config._tmp_path_factory.getbasetemp() / "home"
+    home.mkdir(exist_ok=True)
+    os.environ["HOME"] = str(home)
     if os.geteuid() == 0:
         from autograder.judging import sandbox
         session.config.stash[SLOT_USERS_BEFORE] = sandbox.slot_users()
