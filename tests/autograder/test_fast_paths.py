@@ -86,6 +86,60 @@ def test_cells_fetched_once_are_overwritten_as_stock_nbgrader_overwrites_them(to
     assert restored["imports"].cell_type == "code" and "not_in_the_chapter" not in restored
 
 
+def test_grades_and_comments_are_recorded_as_stock_nbgrader_records_them(toy_course, monkeypatch):
+    """The coordinator's `SaveAutoGrades` finds each cell's grade and comment among the submitted notebook's rows,
+    fetched once; stock nbgrader's asks the gradebook for each (six joins a cell). Same rows, same scores and
+    comments (a test cell that failed, a solution left as released, a manual grade kept for review), and a number of
+    queries that does not grow with the notebook's cells."""
+    import sqlalchemy.engine
+    import sqlalchemy.event
+    from nbgrader.api import Gradebook
+    from nbgrader.preprocessors import SaveAutoGrades
+
+    from autograder import grading, workers
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")  # alembic
+    notebook = synthetic.solved(toy_course, "90_toy")
+    cells = {cell.metadata.get("nbgrader", {}).get("grade_id"): cell for cell in notebook.cells}
+    cells["test_add"].outputs = [nbformat.v4.new_output("error", ename="TestFailed", evalue="", traceback=[])]
+    cells["add"].source = synthetic.blank(toy_course, "90_toy").cells[notebook.cells.index(cells["add"])].source
+    graded = {cell.metadata.nbgrader["grade_id"] for cell in notebook.cells if "nbgrader" in cell.metadata
+              and (cell.metadata.nbgrader.get("grade") or cell.metadata.nbgrader.get("solution"))}
+    resources = {"nbgrader": {"notebook": "90_toy", "assignment": "90_toy", "student": "learner"}}
+    recorded, queries = {}, []
+    for who in ("stock", "ours"):
+        database = toy_course.root / f"{who}.db"
+        shutil.copyfile(toy_course.root / "gradebook.db", database)
+        with Gradebook(f"sqlite:///{database}", toy_course.course_id) as gb:
+            gb.update_or_create_student("learner")
+            gb.update_or_create_submission("90_toy", "learner")
+            gb.find_grade("test_scale", "90_toy", "90_toy", "learner").manual_score = 1.0
+            gb.db.commit()
+            def count(_connection, _cursor, statement, *_args):
+                if statement.lstrip().upper().startswith("SELECT"):
+                    queries.append(who)
+
+            sqlalchemy.event.listen(sqlalchemy.engine.Engine, "before_cursor_execute", count)
+            try:
+                if who == "stock":  # it opens the gradebook itself
+                    SaveAutoGrades().preprocess(copy.deepcopy(notebook), dict(resources, nbgrader={
+                        **resources["nbgrader"], "db_url": f"sqlite:///{database}"}))
+                else:
+                    api = workers.nbgrader_api(toy_course.root, toy_course.course_id)
+                    grading._SaveAutoGradesInto(gb, config=api.config).preprocess(copy.deepcopy(notebook), resources)
+                    gb.db.commit()
+            finally:
+                sqlalchemy.event.remove(sqlalchemy.engine.Engine, "before_cursor_execute", count)
+            gb.db.expire_all()
+            submitted = gb.find_submission_notebook("90_toy", "90_toy", "learner")
+            recorded[who] = ({(g.name, g.auto_score, g.manual_score, g.needs_manual_grade) for g in submitted.grades},
+                             {(c.name, c.auto_comment) for c in submitted.comments})
+    assert recorded["ours"] == recorded["stock"]
+    grades, comments = recorded["ours"]
+    assert ("test_add", 0.0, None, False) in grades and ("test_scale", 3.0, 1.0, True) in grades
+    assert ("add", "No response.") in comments
+    assert queries.count("ours") < len(graded) <= queries.count("stock")
+
+
 READS_ITS_FILE = """def add(a, b):
     return np.asarray(a) + np.asarray(b)
 print("data:", open("data.txt").read())"""
