@@ -14,9 +14,9 @@ import pytest
 from nbgrader.nbgraderformat import MetadataValidator, ValidationError
 from traitlets.config.loader import PyFileConfigLoader
 
-from autograder import config, synthetic, tuning
+from autograder import config, probes, synthetic, tuning
 from autograder.course import Course
-from autograder.judging import sandbox
+from autograder.judging import sandbox, verdicts
 from tests.autograder.conftest import TOY_CHAPTERS
 
 VALID = {"grade": True, "grade_id": "test_add", "locked": True, "points": 2, "schema_version": 3,
@@ -84,6 +84,35 @@ def test_cells_fetched_once_are_overwritten_as_stock_nbgrader_overwrites_them(to
     assert 'run_tests("test_add")' in restored["test_add"].source  # the source's, hidden tests' markers included
     assert restored["test_scale"].metadata.nbgrader["points"] == 3
     assert restored["imports"].cell_type == "code" and "not_in_the_chapter" not in restored
+
+
+def test_the_reference_s_probes_run_as_far_as_the_verdict_needs(monkeypatch):
+    """The reference's side of a probe runs when a verdict needs it, up to the first check the learner's disagrees
+    with: a capstone whose test cells ended in an error costs none of its 34 probes, a blank one (every check: "not
+    written") one check a probe; a correct one every check, the verdicts those of the probes run whole, in order."""
+    seed, checks_run = 20261204, []
+    stock_check = probes.Run.check
+    monkeypatch.setattr(probes.Run, "check", lambda run, *args, **kwargs: checks_run.append(run.grade_id) or
+                        stock_check(run, *args, **kwargs))
+    runs = verdicts.expected("13_capstone", seed)
+    error = [{"output_type": "error", "ename": "NotImplementedError", "evalue": "", "traceback": []}]
+    assert all("did not run to the end" in verdicts.judge(grade_id, error, runs) for grade_id in runs)
+    assert checks_run == [] and len(runs) == 34
+
+    def report(grade_id, observed):
+        return [{"output_type": "display_data", "data": {probes.MIME: {"grade_id": grade_id, "observed": observed}}}]
+
+    reference = probes.Reference(probes.yours_of("13_capstone"))
+    whole = {grade_id: probes.run_probe(grade_id, reference, seed) for grade_id in runs}
+    checks_run.clear()
+    blank = {grade_id: verdicts.judge(grade_id, report(grade_id, [{"missing": "x"}] * len(whole[grade_id].checks)),
+                                      verdicts.expected("13_capstone", seed)) for grade_id in runs}
+    assert all(why is not None for why in blank.values()) and len(checks_run) == len(runs)
+    checks_run.clear()
+    for grade_id in reversed(list(runs)):
+        observed = [check.observed for check in whole[grade_id].checks]
+        assert verdicts.judge(grade_id, report(grade_id, observed), runs) is None
+    assert len(checks_run) == sum(len(run.checks) for run in whole.values())
 
 
 def test_grades_and_comments_are_recorded_as_stock_nbgrader_records_them(toy_course, monkeypatch):
