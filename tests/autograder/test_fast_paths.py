@@ -14,9 +14,9 @@ import pytest
 from nbgrader.nbgraderformat import MetadataValidator, ValidationError
 from traitlets.config.loader import PyFileConfigLoader
 
-from autograder import config, synthetic, tuning
+from autograder import config, probes, synthetic, tuning
 from autograder.course import Course
-from autograder.judging import sandbox
+from autograder.judging import sandbox, verdicts
 from tests.autograder.conftest import TOY_CHAPTERS
 
 VALID = {"grade": True, "grade_id": "test_add", "locked": True, "points": 2, "schema_version": 3,
@@ -84,6 +84,89 @@ def test_cells_fetched_once_are_overwritten_as_stock_nbgrader_overwrites_them(to
     assert 'run_tests("test_add")' in restored["test_add"].source  # the source's, hidden tests' markers included
     assert restored["test_scale"].metadata.nbgrader["points"] == 3
     assert restored["imports"].cell_type == "code" and "not_in_the_chapter" not in restored
+
+
+def test_the_reference_s_probes_run_as_far_as_the_verdict_needs(monkeypatch):
+    """The reference's side of a probe runs when a verdict needs it, up to the first check the learner's disagrees
+    with: a capstone whose test cells ended in an error costs none of its 34 probes, a blank one (every check: "not
+    written") one check a probe; a correct one every check, the verdicts those of the probes run whole, in order."""
+    seed, checks_run = 20261204, []
+    stock_check = probes.Run.check
+    monkeypatch.setattr(probes.Run, "check", lambda run, *args, **kwargs: checks_run.append(run.grade_id) or
+                        stock_check(run, *args, **kwargs))
+    runs = verdicts.expected("13_capstone", seed)
+    error = [{"output_type": "error", "ename": "NotImplementedError", "evalue": "", "traceback": []}]
+    assert all("did not run to the end" in verdicts.judge(grade_id, error, runs) for grade_id in runs)
+    assert checks_run == [] and len(runs) == 34
+
+    def report(grade_id, observed):
+        return [{"output_type": "display_data", "data": {probes.MIME: {"grade_id": grade_id, "observed": observed}}}]
+
+    reference = probes.Reference(probes.yours_of("13_capstone"))
+    whole = {grade_id: probes.run_probe(grade_id, reference, seed) for grade_id in runs}
+    checks_run.clear()
+    blank = {grade_id: verdicts.judge(grade_id, report(grade_id, [{"missing": "x"}] * len(whole[grade_id].checks)),
+                                      verdicts.expected("13_capstone", seed)) for grade_id in runs}
+    assert all(why is not None for why in blank.values()) and len(checks_run) == len(runs)
+    checks_run.clear()
+    for grade_id in reversed(list(runs)):
+        observed = [check.observed for check in whole[grade_id].checks]
+        assert verdicts.judge(grade_id, report(grade_id, observed), runs) is None
+    assert len(checks_run) == sum(len(run.checks) for run in whole.values())
+
+
+def test_grades_and_comments_are_recorded_as_stock_nbgrader_records_them(toy_course, monkeypatch):
+    """The coordinator's `SaveAutoGrades` finds each cell's grade and comment among the submitted notebook's rows,
+    fetched once; stock nbgrader's asks the gradebook for each (six joins a cell). Same rows, same scores and
+    comments (a test cell that failed, a solution left as released, a manual grade kept for review), and a number of
+    queries that does not grow with the notebook's cells."""
+    import sqlalchemy.engine
+    import sqlalchemy.event
+    from nbgrader.api import Gradebook
+    from nbgrader.preprocessors import SaveAutoGrades
+
+    from autograder import grading, workers
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")  # alembic
+    notebook = synthetic.solved(toy_course, "90_toy")
+    cells = {cell.metadata.get("nbgrader", {}).get("grade_id"): cell for cell in notebook.cells}
+    cells["test_add"].outputs = [nbformat.v4.new_output("error", ename="TestFailed", evalue="", traceback=[])]
+    cells["add"].source = synthetic.blank(toy_course, "90_toy").cells[notebook.cells.index(cells["add"])].source
+    graded = {cell.metadata.nbgrader["grade_id"] for cell in notebook.cells if "nbgrader" in cell.metadata
+              and (cell.metadata.nbgrader.get("grade") or cell.metadata.nbgrader.get("solution"))}
+    resources = {"nbgrader": {"notebook": "90_toy", "assignment": "90_toy", "student": "learner"}}
+    recorded, queries = {}, []
+    for who in ("stock", "ours"):
+        database = toy_course.root / f"{who}.db"
+        shutil.copyfile(toy_course.root / "gradebook.db", database)
+        with Gradebook(f"sqlite:///{database}", toy_course.course_id) as gb:
+            gb.update_or_create_student("learner")
+            gb.update_or_create_submission("90_toy", "learner")
+            gb.find_grade("test_scale", "90_toy", "90_toy", "learner").manual_score = 1.0
+            gb.db.commit()
+            def count(_connection, _cursor, statement, *_args):
+                if statement.lstrip().upper().startswith("SELECT"):
+                    queries.append(who)
+
+            sqlalchemy.event.listen(sqlalchemy.engine.Engine, "before_cursor_execute", count)
+            try:
+                if who == "stock":  # it opens the gradebook itself
+                    SaveAutoGrades().preprocess(copy.deepcopy(notebook), dict(resources, nbgrader={
+                        **resources["nbgrader"], "db_url": f"sqlite:///{database}"}))
+                else:
+                    api = workers.nbgrader_api(toy_course.root, toy_course.course_id)
+                    grading._SaveAutoGradesInto(gb, config=api.config).preprocess(copy.deepcopy(notebook), resources)
+                    gb.db.commit()
+            finally:
+                sqlalchemy.event.remove(sqlalchemy.engine.Engine, "before_cursor_execute", count)
+            gb.db.expire_all()
+            submitted = gb.find_submission_notebook("90_toy", "90_toy", "learner")
+            recorded[who] = ({(g.name, g.auto_score, g.manual_score, g.needs_manual_grade) for g in submitted.grades},
+                             {(c.name, c.auto_comment) for c in submitted.comments})
+    assert recorded["ours"] == recorded["stock"]
+    grades, comments = recorded["ours"]
+    assert ("test_add", 0.0, None, False) in grades and ("test_scale", 3.0, 1.0, True) in grades
+    assert ("add", "No response.") in comments
+    assert queries.count("ours") < len(graded) <= queries.count("stock")
 
 
 READS_ITS_FILE = """def add(a, b):
