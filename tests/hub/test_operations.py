@@ -91,8 +91,10 @@ def test_a_learner_taken_off_the_list_is_logged_out_for_good(classroom):
     assert all(servers.values()), servers
     # bob makes an API token on the hub's token page, which he leaves open; it reaches the hub and his server.
     bob.page.goto(f"{hub.url}/hub/token")
-    assert press_request_token(bob.page) == 201
-    token = bob.page.locator("#token-result").inner_text()
+    made = press_request_token(bob.page)
+    assert made.status == 201
+    token = made.json()["token"]  # the page shows it once its script has run: read then, it could still be empty
+    expect(bob.page.locator("#token-result")).to_have_text(token)
     whoami, his_files = f"{hub.url}/hub/api/user", f"{bob.server}/api/contents"
     status, text, _ = get_with_token(whoami, token)
     assert status == 200 and json.loads(text)["name"] == bob.name, (status, text)
@@ -106,7 +108,7 @@ def test_a_learner_taken_off_the_list_is_logged_out_for_good(classroom):
     # The token page bob left open (his old cookie and XSRF token) makes no new token, and the one he made is
     # refused by the hub and at his server's address.
     assert "jupyterhub-hub-login" in {cookie["name"] for cookie in bob.context.cookies(f"{hub.url}/hub/")}
-    assert press_request_token(bob.page) == 403
+    assert press_request_token(bob.page).status == 403
     assert get_with_token(whoami, token)[0] == 403
     # (A server not running answers a user the hub accepts with "not running"; bob is sent to log in.)
     status, text, answered = get_with_token(his_files, token)
@@ -125,12 +127,12 @@ def test_a_learner_taken_off_the_list_is_logged_out_for_good(classroom):
     expect(alice.page.locator("#jp-main-dock-panel")).to_be_visible(timeout=SPAWN_TIMEOUT)
 
 
-def press_request_token(page) -> int:
-    """Press the token page's "Request new API token": the status of the request its script sends to the hub."""
+def press_request_token(page):
+    """Press the token page's "Request new API token": the hub's answer to the request its script sends."""
     with page.expect_response(lambda response: response.request.method == "POST"
                               and "/hub/api/users/" in response.url) as answer:
         page.get_by_role("button", name="Request new API token").click()
-    return answer.value.status
+    return answer.value
 
 
 def running_servers(user: str) -> list[str]:
