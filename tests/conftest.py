@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,9 +20,13 @@ def pytest_sessionstart(session):
     session.config.stash[COURSE_BEFORE] = _course_paths()
     # What the tools write in a home folder (caches of matplotlib, IPython, Chromium, dask's config, the self-check's
     # chapters) lands in the run's temporary folder, not in the user's home: a passing run leaves nothing.
-    home = session.config._tmp_path_factory.getbasetemp() / "home"
-    home.mkdir(exist_ok=True)
-    os.environ["HOME"] = str(home)
+    base = session.config._tmp_path_factory.getbasetemp()
+    (base / "home").mkdir(exist_ok=True)
+    os.environ["HOME"] = str(base / "home")
+    # Dask's workers keep their scratch folder in the system's temporary folder unless told (dask-scratch-space)
+    os.environ["DASK_TEMPORARY_DIRECTORY"] = str(base / "dask")
+    if "dask" in sys.modules:  # read its environment at import
+        sys.modules["dask"].config.refresh()
     if os.geteuid() == 0:
         from autograder.judging import sandbox
         session.config.stash[SLOT_USERS_BEFORE] = sandbox.slot_users()
