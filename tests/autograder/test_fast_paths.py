@@ -115,6 +115,38 @@ def test_the_reference_s_probes_run_as_far_as_the_verdict_needs(monkeypatch):
     assert len(checks_run) == sum(len(run.checks) for run in whole.values())
 
 
+COURSE_CHAPTERS = sorted(path.name for path in config.COURSE_SOURCE.iterdir()
+                         if (path / f"{path.name}.ipynb").is_file())
+
+
+@pytest.mark.parametrize("chapter", COURSE_CHAPTERS)
+def test_a_probe_stopped_early_gives_the_whole_runs_first_checks_and_leaves_nothing_behind(chapter):
+    """The grader's reference serves every submission a worker grades: a probe stopped at any of its checks has
+    given exactly the whole run's checks up to there, and the whole runs made after every such stop are the same as
+    before them (no hook, mode or seed of an interrupted probe lingers)."""
+    import modulecraft
+    from modulecraft.nn.modules import module as registry
+
+    def observed(run):
+        return repr([(check.what, check.observed) for check in run.checks])
+
+    def lingering():  # what a probe may change for all modules: global hooks, grad mode
+        return ({name: len(table) for name, table in vars(registry).items()
+                 if name.startswith("_global_") and isinstance(table, dict)}, modulecraft.is_grad_enabled())
+
+    before = lingering()
+    reference = probes.Reference(probes.yours_of(chapter))
+    for seed in (1, 20261204):
+        whole = {grade_id: probes.run_probe(grade_id, reference, seed) for grade_id in probes.grade_ids(chapter)}
+        for grade_id, run in whole.items():
+            for stop in range(len(run.checks)):
+                part = probes.run_probe(grade_id, reference, seed, until=lambda index, check: index == stop)
+                assert observed(part) == observed(probes.Run(grade_id, run.checks[:stop + 1])), (grade_id, stop)
+                assert lingering() == before, (grade_id, stop)
+        again = {grade_id: probes.run_probe(grade_id, reference, seed) for grade_id in whole}
+        assert {g: observed(r) for g, r in again.items()} == {g: observed(r) for g, r in whole.items()}
+
+
 def test_grades_and_comments_are_recorded_as_stock_nbgrader_records_them(toy_course, monkeypatch):
     """The coordinator's `SaveAutoGrades` finds each cell's grade and comment among the submitted notebook's rows,
     fetched once; stock nbgrader's asks the gradebook for each (six joins a cell). Same rows, same scores and
